@@ -1,0 +1,57 @@
+/* llm170: the command-line entry point. Dispatches to the subcommands listed in `commands`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage; /* one line: arguments */
+    const char *what;  /* one line: what it does */
+} command;
+
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+static const command commands[] = {
+    {"help", cmd_help, "", "list the subcommands"},
+    {"version", cmd_version, "", "print the version"},
+    {"gguf-dump", cmd_gguf_dump, "[--meta-only] [--all-tokens] <file.gguf>",
+     "print a GGUF file's metadata, tokenizer summary, tensor table and quantization mix"},
+    {"synth", cmd_synth, "--preset NAME --out FILE.gguf [--type MIX] [--seed N] | --list",
+     "write a random-weight GGUF in the exact shapes of a real model"},
+    {"quant-bench", cmd_quant_bench, "[--type T,...] [--isa scalar|avx2|avx512|best] [--mb N]",
+     "single-thread dequantize and dot-product throughput per quant type"},
+};
+
+static int cmd_help(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    printf("llm170 %s: an LLM inference engine for GGUF models\n\nusage: llm170 <command> [args]\n\n",
+           LLM170_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        printf("  %-12s %s\n  %-12s   %s\n", commands[i].name, commands[i].what, "", commands[i].usage);
+    return 0;
+}
+
+static int cmd_version(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    printf("llm170 %s\n", LLM170_VERSION);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        cmd_help(0, NULL);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h")) name = "help";
+    if (!strcmp(name, "--version")) name = "version";
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(commands[i].name, name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "llm170: unknown command '%s' (llm170 help lists them)\n", name);
+    return 2;
+}

@@ -1,0 +1,59 @@
+/* quant: the math of every ggml block format: dequantize to f32, reference quantize from f32, and the dot
+ * product of a quantized weight row with a quantized activation row, in the pairing llama.cpp uses
+ * (legacy types with Q8_0 / Q8_1, k-quants and IQ types with Q8_K, F16/BF16 with themselves... see
+ * quant_ops.vec_dot_type).
+ *
+ * Each operation exists as a plain scalar reference (the oracle, written for clarity) and, where it pays,
+ * as SIMD variants (AVX2, AVX-512, NEON) that are tested against the scalar one. `quant_ops_get` gives one
+ * ISA's table (NULL members where that ISA has no variant); `quant_ops_best` gives the fastest available
+ * on this CPU, filled in from the scalar table where a SIMD variant is missing.
+ *
+ * Conventions: n is the number of values (a multiple of the type's block size); x and y are arrays of
+ * blocks; nothing here allocates. The scalar dequantizers are bit-exact with gguf-py's numpy dequantize. */
+#ifndef LLM170_QUANT_QUANT_H
+#define LLM170_QUANT_QUANT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "quant/qtype.h"
+
+/* y[0..n) = dequantize(x) */
+typedef void (*quant_to_float_fn)(const void *x, float *y, int64_t n);
+/* y = quantize(x[0..n)), reference algorithm */
+typedef void (*quant_from_float_fn)(const float *x, void *y, int64_t n);
+/* *s = dot(x, y) over n values; x of the row's type, y of its vec_dot_type */
+typedef void (*quant_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+
+typedef struct quant_ops {
+    quant_to_float_fn to_float;     /* NULL: cannot dequantize this type */
+    quant_from_float_fn from_float; /* NULL: no quantizer for this type */
+    quant_vec_dot_fn vec_dot;       /* NULL: no dot product for this type */
+    enum qtype vec_dot_type;        /* what activations are quantized to for vec_dot */
+} quant_ops;
+
+enum quant_isa { QUANT_ISA_SCALAR, QUANT_ISA_AVX2, QUANT_ISA_AVX512, QUANT_ISA_NEON, QUANT_ISA_COUNT };
+
+/* "scalar", "avx2", "avx512", "neon" */
+const char *quant_isa_name(enum quant_isa isa);
+
+/* Whether this build has the ISA's code and this CPU can run it. */
+bool quant_isa_available(enum quant_isa isa);
+
+/* The best available ISA on this CPU. */
+enum quant_isa quant_isa_best(void);
+
+/* One ISA's table for type t; NULL if t is unknown or the ISA is unavailable. Members are NULL where the
+ * ISA has no variant. */
+const quant_ops *quant_ops_get(enum qtype t, enum quant_isa isa);
+
+/* The fastest available operations for t (SIMD where present, else scalar); all-NULL for unknown t. */
+quant_ops quant_ops_best(enum qtype t);
+
+/* Fills nblocks blocks of type t with random but well-formed content (finite scales of a sane magnitude,
+ * about `scale` per value), fast enough for synthesising multi-GB weights. Returns false if t has no
+ * generator. */
+struct rng;
+bool quant_random_blocks(enum qtype t, void *dst, int64_t nblocks, float scale, struct rng *r);
+
+#endif
