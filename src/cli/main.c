@@ -21,6 +21,10 @@ static const command commands[] = {
      "print a GGUF file's metadata, tokenizer summary, tensor table and quantization mix"},
     {"synth", cmd_synth, "--preset NAME --out FILE.gguf [--type MIX] [--seed N] | --list",
      "write a random-weight GGUF in the exact shapes of a real model"},
+    {"infer", cmd_infer, "--model M --prompt-tokens 1,2,3 [--prompt-tokens ...] [--n-predict N] [sampling flags]",
+     "generate from token-id prompts (parallel sequences in one batch); one JSON line per token"},
+    {"bench", cmd_bench, "--model M [-p 512] [-n 128] [-r 5] [-t THREADS]",
+     "prompt-processing and generation speed, as llama-bench's markdown table"},
     {"quant-bench", cmd_quant_bench, "[--type T,...] [--isa scalar|avx2|avx512|best] [--mb N]",
      "single-thread dequantize and dot-product throughput per quant type"},
 };

@@ -30,15 +30,16 @@ void gguf_arena_free(gguf_arena *a);
  * (gguf_kv.key, gguf_tensor.name, the writer's entries), given as base pointer + stride. */
 typedef struct gguf_index {
     uint32_t *slots; /* array index + 1; 0 = empty */
-    uint64_t mask;   /* capacity - 1; capacity is a power of two >= 2 * the entries it will hold */
+    uint64_t mask;   /* capacity - 1; capacity is a power of two, kept >= 2 * count (grows on insert) */
+    uint64_t count;
 } gguf_index;
 
-int gguf_index_init(gguf_index *ix, uint64_t n_max); /* 0 or ERR_NOMEM */
+int gguf_index_init(gguf_index *ix, uint64_t n_hint); /* 0 or ERR_NOMEM */
 void gguf_index_free(gguf_index *ix);
 /* The array index of `name`, or -1. */
 int64_t gguf_index_find(const gguf_index *ix, const char *name, const void *tab, size_t stride);
 /* Inserts array index i (whose name is tab[i]'s); returns the index already there under that name (and
- * inserts nothing), or -1. */
+ * inserts nothing), -1 when inserted, or -2 on out of memory (growing). */
 int64_t gguf_index_insert(gguf_index *ix, uint64_t i, const void *tab, size_t stride);
 
 /* ---- the file ---- */
@@ -64,18 +65,19 @@ struct gguf_file {
     gguf_index t_index;   /* over tensors */
 };
 
-/* Parses one part held in p->base/p->size into p's fields, appending its tensors to f->tensors (which must
- * have room for what the header declares: the caller grows it via gguf_reserve_tensors). */
+/* Parses part `part_no` (its base/size already set) into its fields, appending its tensors to f->tensors
+ * and f->t_index (a tensor name already there, from this or an earlier part, is an error). */
 int gguf_parse_part(gguf_file *f, uint32_t part_no, err *e);
 
 /* Maps path read-only into p. */
 int gguf_map_file(gguf_part *p, const char *path, err *e);
 
+/* The split.count of a part (0 when absent), checked: a nonnegative integer 1..GGUF_MAX_SPLITS. `where`
+ * names the part in messages. */
+int gguf_split_count(const gguf_part *p, const char *where, uint64_t *count, err *e);
+
 /* After part 0 is parsed from path: finds, maps and parses the other parts if it is a split model. */
 int gguf_open_splits(gguf_file *f, const char *path, err *e);
-
-/* Final cross-part checks and the tensor-name index (duplicates are errors, named with their parts). */
-int gguf_index_tensors(gguf_file *f, err *e);
 
 /* Value sizes: bytes of one element of a fixed-size type, 0 for string/array/unknown. */
 uint64_t gguf_vtype_size(uint32_t t);

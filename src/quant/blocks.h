@@ -21,6 +21,9 @@ typedef uint16_t ggml_half;
 #define K_SCALE_SIZE 12
 #define QK4_NL 32
 #define QK_MXFP4 32
+#define QK_NVFP4 64
+#define QK_NVFP4_SUB 16
+#define QK1_0 128
 
 /* Q4_0: x = d * (q - 8); q in 0..15, low nibbles are values 0..15, high nibbles 16..31. */
 typedef struct { ggml_half d; uint8_t qs[QK4_0 / 2]; } block_q4_0;
@@ -121,5 +124,14 @@ _Static_assert(sizeof(block_tq2_0) == 66, "block_tq2_0 size");
 /* MXFP4: OCP microscaling FP4 (E2M1) with a shared E8M0 exponent e. */
 typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4;
 _Static_assert(sizeof(block_mxfp4) == 17, "block_mxfp4 size");
+
+/* NVFP4: 4 sub-blocks of 16 E2M1 values, each with an unsigned E4M3 scale byte d[s] (bias 7, no sign);
+ * sub-block s: values 0..7 in the low nibbles of qs[8s..8s+8), values 8..15 in the high nibbles. */
+typedef struct { uint8_t d[QK_NVFP4 / QK_NVFP4_SUB]; uint8_t qs[QK_NVFP4 / 2]; } block_nvfp4;
+_Static_assert(sizeof(block_nvfp4) == 36, "block_nvfp4 size");
+
+/* Q1_0: 1 bit per value, x = bit ? d : -d; value j is bit j % 8 of qs[j / 8]. */
+typedef struct { ggml_half d; uint8_t qs[QK1_0 / 8]; } block_q1_0;
+_Static_assert(sizeof(block_q1_0) == 18, "block_q1_0 size");
 
 #endif

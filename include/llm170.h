@@ -1,0 +1,112 @@
+/* llm170.h: the public C API of llm170 — load a GGUF model, create a context with N sequences, decode
+ * batches of tokens, read logits, sample.
+ *
+ * Ownership: every object returned by a *_new / *_load function is owned by the caller and released with
+ * its *_free function. A context must be freed before its model; a model owns its file mapping and its
+ * weights; pointers returned by accessors (logits, names) stay valid until the next call that mutates
+ * their owner (llm170_decode for logits) or until the owner is freed.
+ * Errors: functions return 0 on success or a negative code; llm170_last_error() then gives a message for
+ * the calling thread (what was expected, what was found, where).
+ * Threads: one context is used by one thread at a time; distinct contexts of one model may run in
+ * parallel only on backends that say so (the CPU backend does not yet). */
+#ifndef LLM170_H
+#define LLM170_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct llm170_model llm170_model;
+typedef struct llm170_context llm170_context;
+typedef struct llm170_sampler llm170_sampler;
+
+/* The message of the last failed call on this thread ("" if none). */
+const char *llm170_last_error(void);
+
+typedef struct llm170_model_params {
+    int n_threads;   /* CPU threads (>= 1) */
+    bool exact;      /* f32 reference matmuls instead of quantized dot products (slow; for checks) */
+} llm170_model_params;
+
+llm170_model_params llm170_model_default_params(void);
+
+int llm170_model_load(const char *path, const llm170_model_params *params, llm170_model **out);
+void llm170_model_free(llm170_model *m);
+
+int llm170_model_n_vocab(const llm170_model *m);
+int llm170_model_n_embd(const llm170_model *m);
+int llm170_model_n_ctx_train(const llm170_model *m);
+const char *llm170_model_arch(const llm170_model *m);
+/* Bytes of all tensor data, and the number of parameters (elements of all tensors). */
+uint64_t llm170_model_size(const llm170_model *m);
+uint64_t llm170_model_n_params(const llm170_model *m);
+/* A one-line description like llama.cpp's: "qwen35 0.8B Q4_K - Medium". */
+void llm170_model_desc(const llm170_model *m, char *buf, int cap);
+/* End-of-generation token ids from the file's metadata (eos, eot, ...); returns how many were written
+ * to ids (at most cap). */
+int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap);
+
+typedef struct llm170_context_params {
+    int n_seq;    /* parallel sequences (>= 1) */
+    int n_ctx;    /* tokens per sequence (>= 1) */
+    int n_batch;  /* most tokens per forward pass; longer batches are split (chunked prefill) */
+} llm170_context_params;
+
+llm170_context_params llm170_context_default_params(void);
+
+int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm170_context **out);
+void llm170_context_free(llm170_context *c);
+
+/* One sequence's share of a batch: n_tokens tokens appended to sequence `seq`. */
+typedef struct llm170_seq_batch {
+    int seq;
+    int n_tokens;
+    const int32_t *tokens;
+    bool all_logits;  /* logits for every token (else only for the last) */
+} llm170_seq_batch;
+
+/* Decodes a batch (each sequence at most once). On success the logits of the batch are readable with
+ * llm170_logits until the next decode; on failure no sequence has advanced. */
+int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs);
+
+/* Row i of the last decode's logits (rows in batch order: for each sequence, n_tokens rows if
+ * all_logits else one); NULL if i is out of range. n_vocab floats. */
+const float *llm170_logits(const llm170_context *c, int i);
+
+/* Row i of the last decode's final-normed hidden states (n_embd floats), as the MTP block reads them. */
+const float *llm170_hidden(const llm170_context *c, int i);
+
+/* Tokens in sequence seq so far (the next token's position). */
+int llm170_seq_len(const llm170_context *c, int seq);
+/* Forgets a sequence (its KV cache and recurrent state). */
+void llm170_seq_reset(llm170_context *c, int seq);
+
+typedef struct llm170_sampler_params {
+    float temperature;       /* <= 0: greedy */
+    int top_k;               /* <= 0: off */
+    float top_p;             /* 1: off */
+    float min_p;             /* 0: off */
+    float repeat_penalty;    /* 1: off */
+    float presence_penalty;  /* 0: off */
+    float frequency_penalty; /* 0: off */
+    int penalty_last_n;
+    uint64_t seed;
+} llm170_sampler_params;
+
+llm170_sampler_params llm170_sampler_default_params(void); /* greedy */
+
+int llm170_sampler_new(const llm170_model *m, const llm170_sampler_params *p, llm170_sampler **out);
+void llm170_sampler_free(llm170_sampler *s);
+/* Records a token (prompt or generated) for the penalties. */
+void llm170_sampler_accept(llm170_sampler *s, int32_t token);
+/* Picks a token from a row of logits. */
+int32_t llm170_sample(llm170_sampler *s, const float *logits);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,126 @@
+/* llm170 bench: prompt processing (pp: one prompt of P tokens in one batch, from an empty cache) and text
+ * generation (tg: N tokens one at a time, from an empty cache), each repeated R times after a warm-up
+ * run, printed as llama-bench's markdown table (t/s as mean ± standard deviation over the repetitions).
+ * Token ids are random (fixed seed), as llama-bench's are. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "base/timer.h"
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "llm170.h"
+
+typedef struct bench_cfg {
+    int n_prompt, n_gen, reps;
+} bench_cfg;
+
+/* One timed run; returns seconds or a negative value on error (message printed). */
+static double run_once(llm170_context *ctx, int n_vocab, int n_prompt, int n_gen, rng *r) {
+    llm170_seq_reset(ctx, 0);
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(n_prompt > 0 ? n_prompt : 1));
+    if (!toks) return -1;
+    for (int i = 0; i < n_prompt; i++) toks[i] = (int32_t)(rng_u64(r) % (uint64_t)n_vocab);
+    double t0 = timer_now();
+    if (n_prompt > 0) {
+        llm170_seq_batch b = {.seq = 0, .n_tokens = n_prompt, .tokens = toks};
+        if (llm170_decode(ctx, &b, 1)) goto fail;
+    }
+    for (int i = 0; i < n_gen; i++) {
+        int32_t t = (int32_t)(rng_u64(r) % (uint64_t)n_vocab);
+        llm170_seq_batch b = {.seq = 0, .n_tokens = 1, .tokens = &t};
+        if (llm170_decode(ctx, &b, 1)) goto fail;
+    }
+    double dt = timer_now() - t0;
+    free(toks);
+    return dt;
+fail:
+    fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
+    free(toks);
+    return -1;
+}
+
+static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double size_mib, double params_m,
+                    int threads, const char *name, int n_prompt, int n_gen, int reps) {
+    rng r;
+    rng_seed(&r, 42);
+    if (run_once(ctx, n_vocab, n_prompt, n_gen, &r) < 0) return 1; /* warm-up */
+    double sum = 0, sum2 = 0;
+    for (int i = 0; i < reps; i++) {
+        double dt = run_once(ctx, n_vocab, n_prompt, n_gen, &r);
+        if (dt < 0) return 1;
+        double tps = (n_prompt + n_gen) / dt;
+        sum += tps;
+        sum2 += tps * tps;
+    }
+    double mean = sum / reps, sd = reps > 1 ? sqrt(fmax(0, (sum2 - reps * mean * mean) / (reps - 1))) : 0;
+    char tps[64];
+    snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
+    printf("| %-30s | %10.2f MiB | %8.2f M | %-10s | %7d | %15s | %20s |\n", desc, size_mib, params_m, "CPU", threads,
+           name, tps);
+    fflush(stdout);
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    const char *path = NULL;
+    int n_prompt = 512, n_gen = 128, reps = 5;
+    llm170_model_params mp = llm170_model_default_params();
+    mp.n_threads = args_default_threads();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        bool ok = true;
+        if (!(v = args_value("bench", argc, argv, &i))) return 2;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) path = v;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) ok = args_int("bench", a, v, 0, 1 << 20, &n_prompt);
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) ok = args_int("bench", a, v, 0, 1 << 20, &n_gen);
+        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) ok = args_int("bench", a, v, 1, 1000, &reps);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = args_int("bench", a, v, 1, 1024, &mp.n_threads);
+        else {
+            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N]\n", a);
+            return 2;
+        }
+        if (!ok) return 2;
+    }
+    if (!path) {
+        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N]\n");
+        return 2;
+    }
+    llm170_model *model = NULL;
+    llm170_context *ctx = NULL;
+    int rc = 1;
+    if (llm170_model_load(path, &mp, &model)) {
+        fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
+        return 1;
+    }
+    int need = n_prompt > n_gen ? n_prompt : n_gen;
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = need > 0 ? need : 1, .n_batch = n_prompt > 0 ? n_prompt : 1};
+    if (llm170_context_new(model, &cp, &ctx)) {
+        fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
+        goto done;
+    }
+    char desc[96];
+    llm170_model_desc(model, desc, sizeof desc);
+    double size_mib = (double)llm170_model_size(model) / (1 << 20), params_m = (double)llm170_model_n_params(model) / 1e6;
+    printf("| %-30s | %14s | %10s | %-10s | %7s | %15s | %20s |\n", "model", "size", "params", "backend", "threads",
+           "test", "t/s");
+    printf("| ------------------------------ | -------------: | ---------: | ---------- | ------: | --------------: | -------------------: |\n");
+    char name[32];
+    int n_vocab = llm170_model_n_vocab(model);
+    if (n_prompt > 0) {
+        snprintf(name, sizeof name, "pp%d", n_prompt);
+        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, n_prompt, 0, reps)) goto done;
+    }
+    if (n_gen > 0) {
+        snprintf(name, sizeof name, "tg%d", n_gen);
+        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, 0, n_gen, reps)) goto done;
+    }
+    printf("\nbuild: llm170 %s\n", LLM170_VERSION);
+    rc = 0;
+done:
+    llm170_context_free(ctx);
+    llm170_model_free(model);
+    return rc;
+}

@@ -1,0 +1,151 @@
+/* llm170 infer: prefill one or more prompts (given as token ids) as parallel sequences of one batch, then
+ * generate, printing one JSON line per generated token: {"seq": 0, "pos": 5, "token": 123}. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "llm170.h"
+
+#define MAX_PROMPTS 64
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: llm170 infer --model M --prompt-tokens 1,2,3 [--prompt-tokens ...] [--n-predict N]\n"
+            "         [--threads N] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos]\n"
+            "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
+            "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n");
+}
+
+int cmd_infer(int argc, char **argv) {
+    const char *path = NULL;
+    int32_t *prompts[MAX_PROMPTS];
+    int lens[MAX_PROMPTS], n_prompts = 0, n_predict = 32, n_ctx = 0, n_batch = 512, rc = 1;
+    bool ignore_eos = false;
+    llm170_model_params mp = llm170_model_default_params();
+    mp.n_threads = args_default_threads();
+    llm170_sampler_params sp = llm170_sampler_default_params();
+    llm170_model *model = NULL;
+    llm170_context *ctx = NULL;
+    llm170_sampler *samplers[MAX_PROMPTS] = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        bool ok = true;
+        if (!strcmp(a, "--exact")) {
+            mp.exact = true;
+            continue;
+        }
+        if (!strcmp(a, "--ignore-eos")) {
+            ignore_eos = true;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            rc = 0;
+            goto done;
+        }
+        if (!(v = args_value("infer", argc, argv, &i))) goto usage_error;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) path = v;
+        else if (!strcmp(a, "--prompt-tokens")) {
+            if (n_prompts == MAX_PROMPTS) {
+                fprintf(stderr, "llm170 infer: at most %d prompts\n", MAX_PROMPTS);
+                goto done;
+            }
+            ok = args_int_list("infer", a, v, &prompts[n_prompts], &lens[n_prompts]);
+            if (ok) n_prompts++;
+        } else if (!strcmp(a, "--n-predict") || !strcmp(a, "-n")) ok = args_int("infer", a, v, 0, 1 << 24, &n_predict);
+        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("infer", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("infer", a, v, 1, 1 << 24, &n_ctx);
+        else if (!strcmp(a, "--batch-size") || !strcmp(a, "-b")) ok = args_int("infer", a, v, 1, 1 << 20, &n_batch);
+        else if (!strcmp(a, "--temp")) ok = args_float("infer", a, v, 0, 100, &sp.temperature);
+        else if (!strcmp(a, "--top-k")) ok = args_int("infer", a, v, 0, 1 << 24, &sp.top_k);
+        else if (!strcmp(a, "--top-p")) ok = args_float("infer", a, v, 1e-9, 1, &sp.top_p);
+        else if (!strcmp(a, "--min-p")) ok = args_float("infer", a, v, 0, 1, &sp.min_p);
+        else if (!strcmp(a, "--repeat-penalty")) ok = args_float("infer", a, v, 1e-3, 100, &sp.repeat_penalty);
+        else if (!strcmp(a, "--presence-penalty")) ok = args_float("infer", a, v, -100, 100, &sp.presence_penalty);
+        else if (!strcmp(a, "--frequency-penalty")) ok = args_float("infer", a, v, -100, 100, &sp.frequency_penalty);
+        else if (!strcmp(a, "--repeat-last-n")) ok = args_int("infer", a, v, 0, 1 << 20, &sp.penalty_last_n);
+        else if (!strcmp(a, "--seed")) ok = args_u64("infer", a, v, &sp.seed);
+        else {
+            fprintf(stderr, "llm170 infer: unknown flag '%s'\n", a);
+            goto usage_error;
+        }
+        if (!ok) goto done;
+    }
+    if (!path || n_prompts == 0) {
+        fprintf(stderr, "llm170 infer: --model and at least one --prompt-tokens are required\n");
+        goto usage_error;
+    }
+    int longest = 0;
+    for (int p = 0; p < n_prompts; p++) longest = lens[p] > longest ? lens[p] : longest;
+    if (n_ctx == 0) n_ctx = longest + n_predict;
+    if (longest + n_predict > n_ctx) {
+        fprintf(stderr, "llm170 infer: a prompt of %d tokens plus %d to generate exceeds the context size %d\n",
+                longest, n_predict, n_ctx);
+        goto done;
+    }
+    if (llm170_model_load(path, &mp, &model)) {
+        fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+        goto done;
+    }
+    llm170_context_params cp = {.n_seq = n_prompts, .n_ctx = n_ctx, .n_batch = n_batch};
+    if (llm170_context_new(model, &cp, &ctx)) {
+        fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+        goto done;
+    }
+    int32_t eog[8];
+    int n_eog = ignore_eos ? 0 : llm170_model_eog_tokens(model, eog, 8);
+    llm170_seq_batch batch[MAX_PROMPTS];
+    int32_t next[MAX_PROMPTS];
+    bool active[MAX_PROMPTS];
+    for (int p = 0; p < n_prompts; p++) {
+        llm170_sampler_params spp = sp;
+        spp.seed = sp.seed + (uint64_t)p; /* distinct streams per sequence, reproducible from --seed */
+        if (llm170_sampler_new(model, &spp, &samplers[p])) {
+            fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+            goto done;
+        }
+        for (int t = 0; t < lens[p]; t++) llm170_sampler_accept(samplers[p], prompts[p][t]);
+        batch[p] = (llm170_seq_batch){.seq = p, .n_tokens = lens[p], .tokens = prompts[p]};
+        active[p] = true;
+    }
+    int n_batch_seqs = n_prompts;
+    for (int step = 0; step < n_predict && n_batch_seqs > 0; step++) {
+        if (llm170_decode(ctx, batch, n_batch_seqs)) {
+            fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+            goto done;
+        }
+        int row = 0, n_next = 0;
+        for (int b = 0; b < n_batch_seqs; b++, row++) {
+            int p = batch[b].seq;
+            int32_t tok = llm170_sample(samplers[p], llm170_logits(ctx, row));
+            llm170_sampler_accept(samplers[p], tok);
+            printf("{\"seq\": %d, \"pos\": %d, \"token\": %d}\n", p, llm170_seq_len(ctx, p), tok);
+            bool stop = false;
+            for (int k = 0; k < n_eog; k++) stop |= tok == eog[k];
+            if (stop) {
+                active[p] = false;
+                continue;
+            }
+            next[p] = tok;
+        }
+        fflush(stdout);
+        for (int p = 0; p < n_prompts; p++)
+            if (active[p]) batch[n_next++] = (llm170_seq_batch){.seq = p, .n_tokens = 1, .tokens = &next[p]};
+        n_batch_seqs = n_next;
+    }
+    rc = 0;
+    goto done;
+usage_error:
+    usage();
+    rc = 2;
+done:
+    for (int p = 0; p < n_prompts; p++) {
+        free(prompts[p]);
+        llm170_sampler_free(samplers[p]);
+    }
+    llm170_context_free(ctx);
+    llm170_model_free(model);
+    return rc;
+}

@@ -1,0 +1,296 @@
+/* api: include/llm170.h on top of the engine (model, kv, forward, sampler) with the CPU backend. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/forward.h"
+#include "engine/sampler.h"
+#include "llm170.h"
+
+static _Thread_local char last_error[512];
+
+const char *llm170_last_error(void) { return last_error; }
+
+static int fail(const err *e) {
+    snprintf(last_error, sizeof last_error, "%s", e->msg);
+    return e->code ? e->code : ERR_ARG;
+}
+
+struct llm170_model {
+    backend *be;
+    model *m;
+};
+
+struct llm170_context {
+    llm170_model *model;
+    llm170_context_params p;
+    kv_state *kv;
+    float *logits;      /* n_out rows of n_vocab */
+    float *hidden;      /* n_out rows of n_embd */
+    int n_out, cap_out; /* rows held / allocated */
+};
+
+struct llm170_sampler {
+    sampler *s;
+};
+
+llm170_model_params llm170_model_default_params(void) { return (llm170_model_params){.n_threads = 1, .exact = false}; }
+
+int llm170_model_load(const char *path, const llm170_model_params *params, llm170_model **out) {
+    err e = {0};
+    *out = NULL;
+    llm170_model_params p = params ? *params : llm170_model_default_params();
+    if (p.n_threads < 1 || p.n_threads > 1024) {
+        err_set(&e, ERR_ARG, "n_threads must be in 1..1024, got %d", p.n_threads);
+        return fail(&e);
+    }
+    llm170_model *lm = calloc(1, sizeof *lm);
+    if (!lm) return fail(&(err){ERR_NOMEM, "out of memory"});
+    lm->be = cpu_backend_new(p.n_threads, p.exact, &e);
+    if (!lm->be || model_load(&lm->m, path, lm->be, &e)) {
+        backend_free(lm->be);
+        free(lm);
+        return fail(&e);
+    }
+    *out = lm;
+    return 0;
+}
+
+void llm170_model_free(llm170_model *m) {
+    if (!m) return;
+    model_free(m->m);
+    backend_free(m->be);
+    free(m);
+}
+
+int llm170_model_n_vocab(const llm170_model *m) { return m->m->hp.n_vocab; }
+int llm170_model_n_embd(const llm170_model *m) { return m->m->hp.n_embd; }
+int llm170_model_n_ctx_train(const llm170_model *m) { return m->m->hp.n_ctx_train; }
+const char *llm170_model_arch(const llm170_model *m) { return model_arch_name(m->m->arch); }
+
+uint64_t llm170_model_size(const llm170_model *m) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < gguf_n_tensors(m->m->gguf); i++) n += gguf_tensor_at(m->m->gguf, i)->nbytes;
+    return n;
+}
+
+uint64_t llm170_model_n_params(const llm170_model *m) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < gguf_n_tensors(m->m->gguf); i++) n += (uint64_t)gguf_tensor_at(m->m->gguf, i)->n_elements;
+    return n;
+}
+
+/* general.file_type values (llama.cpp's llama_ftype) and the names llama-bench prints for them. */
+static const char *ftype_name(uint32_t ft) {
+    switch (ft) {
+    case 0: return "all F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 7: return "Q8_0";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 10: return "Q2_K - Medium";
+    case 11: return "Q3_K - Small";
+    case 12: return "Q3_K - Medium";
+    case 13: return "Q3_K - Large";
+    case 14: return "Q4_K - Small";
+    case 15: return "Q4_K - Medium";
+    case 16: return "Q5_K - Small";
+    case 17: return "Q5_K - Medium";
+    case 18: return "Q6_K";
+    case 30: return "IQ4_XS";
+    case 32: return "BF16";
+    default: return "?";
+    }
+}
+
+void llm170_model_desc(const llm170_model *m, char *buf, int cap) {
+    uint32_t ft = 0;
+    double p = (double)llm170_model_n_params(m);
+    char size[32];
+    if (p >= 1e9) snprintf(size, sizeof size, "%.1fB", p / 1e9);
+    else snprintf(size, sizeof size, "%.0fM", p / 1e6);
+    bool has_ft = gguf_get_u32(m->m->gguf, "general.file_type", &ft, NULL) == 0;
+    snprintf(buf, (size_t)cap, "%s %s %s", model_arch_name(m->m->arch), size, has_ft ? ftype_name(ft) : "?");
+}
+
+int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap) {
+    static const char *keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                 "tokenizer.ggml.eom_token_id"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        uint32_t v;
+        if (gguf_get_u32(m->m->gguf, keys[i], &v, NULL) != 0 || v >= (uint32_t)m->m->hp.n_vocab) continue;
+        bool dup = false;
+        for (int j = 0; j < n && j < cap; j++) dup |= ids[j] == (int32_t)v;
+        if (!dup && n < cap) ids[n++] = (int32_t)v;
+    }
+    return n;
+}
+
+llm170_context_params llm170_context_default_params(void) {
+    return (llm170_context_params){.n_seq = 1, .n_ctx = 4096, .n_batch = 512};
+}
+
+int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm170_context **out) {
+    err e = {0};
+    *out = NULL;
+    llm170_context_params p = params ? *params : llm170_context_default_params();
+    if (p.n_seq < 1 || p.n_ctx < 1 || p.n_batch < 1) {
+        err_set(&e, ERR_ARG, "n_seq, n_ctx and n_batch must be >= 1 (got %d, %d, %d)", p.n_seq, p.n_ctx, p.n_batch);
+        return fail(&e);
+    }
+    llm170_context *c = calloc(1, sizeof *c);
+    if (!c) return fail(&(err){ERR_NOMEM, "out of memory"});
+    c->model = m;
+    c->p = p;
+    if (kv_new(&c->kv, m->m, p.n_seq, p.n_ctx, &e)) {
+        free(c);
+        return fail(&e);
+    }
+    *out = c;
+    return 0;
+}
+
+void llm170_context_free(llm170_context *c) {
+    if (!c) return;
+    kv_free(c->kv);
+    free(c->logits);
+    free(c->hidden);
+    free(c);
+}
+
+/* Ensures room for n output rows. */
+static int reserve_out(llm170_context *c, int n, err *e) {
+    if (n <= c->cap_out) return 0;
+    const hparams *hp = &c->model->m->hp;
+    float *l = realloc(c->logits, sizeof(float) * (size_t)n * (size_t)hp->n_vocab);
+    if (l) c->logits = l;
+    float *h = realloc(c->hidden, sizeof(float) * (size_t)n * (size_t)hp->n_embd);
+    if (h) c->hidden = h;
+    if (!l || !h) return err_set(e, ERR_NOMEM, "cannot allocate logits for %d rows", n);
+    c->cap_out = n;
+    return 0;
+}
+
+int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs) {
+    err e = {0};
+    const hparams *hp = &c->model->m->hp;
+    if (n_seqs <= 0 || n_seqs > c->p.n_seq) {
+        err_set(&e, ERR_ARG, "a batch holds 1..%d sequences, got %d", c->p.n_seq, n_seqs);
+        return fail(&e);
+    }
+    fwd_span *spans = calloc((size_t)n_seqs, sizeof *spans);
+    if (!spans) return fail(&(err){ERR_NOMEM, "out of memory"});
+    int n_out = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        spans[i] = (fwd_span){seqs[i].seq, seqs[i].n_tokens, seqs[i].tokens,
+                              seqs[i].all_logits ? FWD_OUT_ALL : FWD_OUT_LAST};
+        if (seqs[i].tokens == NULL && seqs[i].n_tokens > 0) {
+            free(spans);
+            err_set(&e, ERR_ARG, "sequence %d: tokens is NULL", seqs[i].seq);
+            return fail(&e);
+        }
+    }
+    int rc = 0;
+    /* Validate the whole batch up front (model_forward checks each chunk, but a failure after some chunks
+     * ran would leave sequences half-advanced). */
+    for (int i = 0; i < n_seqs && !rc; i++) {
+        if (spans[i].seq < 0 || spans[i].seq >= c->p.n_seq || spans[i].n <= 0) {
+            rc = err_set(&e, ERR_ARG, "batch entry %d: sequence %d with %d tokens is invalid", i, spans[i].seq, spans[i].n);
+        } else {
+            int past = c->kv->seqs[spans[i].seq].n_past;
+            if (past + spans[i].n > c->p.n_ctx)
+                rc = err_set(&e, ERR_RANGE, "sequence %d: %d cached + %d new tokens exceed the context size %d",
+                             spans[i].seq, past, spans[i].n, c->p.n_ctx);
+            for (int t = 0; t < spans[i].n && !rc; t++)
+                if (spans[i].tokens[t] < 0 || spans[i].tokens[t] >= hp->n_vocab)
+                    rc = err_set(&e, ERR_RANGE, "token id %d is outside the vocabulary (0..%d)", spans[i].tokens[t],
+                                 hp->n_vocab - 1);
+        }
+        for (int j = 0; j < i && !rc; j++)
+            if (spans[j].seq == spans[i].seq) rc = err_set(&e, ERR_ARG, "sequence %d appears twice", spans[i].seq);
+        n_out += fwd_span_rows(&spans[i]);
+    }
+    if (!rc) rc = reserve_out(c, n_out, &e);
+    /* Chunked prefill: forward passes of at most n_batch tokens, taking the spans in order; a span cut
+     * into pieces asks for its last row only from its final piece. */
+    int done_out = 0;
+    int *off = calloc((size_t)n_seqs, sizeof(int)); /* tokens of each span already decoded */
+    fwd_span *chunk = calloc((size_t)n_seqs, sizeof *chunk);
+    if (!rc && (!off || !chunk)) rc = err_set(&e, ERR_NOMEM, "out of memory");
+    while (!rc) {
+        int n_chunk = 0, budget = c->p.n_batch;
+        for (int i = 0; i < n_seqs && budget > 0; i++) {
+            int left = spans[i].n - off[i];
+            if (left <= 0) continue;
+            int take = left < budget ? left : budget;
+            chunk[n_chunk] = (fwd_span){spans[i].seq, take, spans[i].tokens + off[i], spans[i].out};
+            if (take < left && spans[i].out == FWD_OUT_LAST) chunk[n_chunk].out = FWD_OUT_NONE;
+            off[i] += take;
+            budget -= take;
+            n_chunk++;
+        }
+        if (!n_chunk) break;
+        rc = model_forward(c->model->m, c->kv, chunk, n_chunk, c->logits + (size_t)done_out * (size_t)hp->n_vocab,
+                           c->hidden + (size_t)done_out * (size_t)hp->n_embd, &e);
+        done_out += fwd_n_out(chunk, n_chunk);
+    }
+    free(off);
+    free(chunk);
+    free(spans);
+    if (rc) return fail(&e);
+    c->n_out = done_out;
+    return 0;
+}
+
+const float *llm170_logits(const llm170_context *c, int i) {
+    if (i < 0 || i >= c->n_out) return NULL;
+    return c->logits + (size_t)i * (size_t)c->model->m->hp.n_vocab;
+}
+
+const float *llm170_hidden(const llm170_context *c, int i) {
+    if (i < 0 || i >= c->n_out) return NULL;
+    return c->hidden + (size_t)i * (size_t)c->model->m->hp.n_embd;
+}
+
+int llm170_seq_len(const llm170_context *c, int seq) {
+    return seq >= 0 && seq < c->p.n_seq ? c->kv->seqs[seq].n_past : -1;
+}
+
+void llm170_seq_reset(llm170_context *c, int seq) {
+    if (seq >= 0 && seq < c->p.n_seq) kv_reset(c->kv, seq);
+}
+
+llm170_sampler_params llm170_sampler_default_params(void) {
+    sampler_params d = sampler_defaults();
+    return (llm170_sampler_params){d.temperature, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.presence_penalty,
+                                   d.frequency_penalty, d.penalty_last_n, d.seed};
+}
+
+int llm170_sampler_new(const llm170_model *m, const llm170_sampler_params *p, llm170_sampler **out) {
+    err e = {0};
+    *out = NULL;
+    llm170_sampler_params q = p ? *p : llm170_sampler_default_params();
+    sampler_params sp = {q.temperature, q.top_k, q.top_p, q.min_p, q.repeat_penalty, q.presence_penalty,
+                         q.frequency_penalty, q.penalty_last_n, q.seed};
+    llm170_sampler *s = calloc(1, sizeof *s);
+    if (!s) return fail(&(err){ERR_NOMEM, "out of memory"});
+    if (sampler_new(&s->s, &sp, m->m->hp.n_vocab, &e)) {
+        free(s);
+        return fail(&e);
+    }
+    *out = s;
+    return 0;
+}
+
+void llm170_sampler_free(llm170_sampler *s) {
+    if (!s) return;
+    sampler_free(s->s);
+    free(s);
+}
+
+void llm170_sampler_accept(llm170_sampler *s, int32_t token) { sampler_accept(s->s, token); }
+int32_t llm170_sample(llm170_sampler *s, const float *logits) { return sampler_sample(s->s, logits); }

@@ -1,0 +1,311 @@
+/* cpu_backend: the reference backend. Matmuls run on the thread pool through the quant module's dot
+ * products (activations quantized to the weight type's vec_dot_type, as llama.cpp pairs them) or, in
+ * `exact` mode, on f32 (weight rows dequantized, activations kept in f32, double accumulation) for
+ * reference runs. The other ops call ops_ref.c directly: they are a small share of the time at the sizes
+ * the CPU runs, and the oracle stays the single source of their math. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/backend.h"
+#include "engine/threadpool.h"
+#include "quant/quant.h"
+
+typedef struct cpu {
+    threadpool *pool;
+    bool exact;
+    void *xq;            /* activations quantized for the current matmul */
+    size_t xq_cap;
+    float *rowbuf;       /* exact mode: one dequantized row per thread */
+    int64_t rowbuf_cap;  /* floats per thread */
+    float *scratch;      /* attention scores / GDN chunk scratch */
+    int64_t scratch_cap;
+} cpu;
+
+static cpu *impl(backend *b) { return b->impl; }
+
+static float *cpu_alloc(backend *b, int64_t n) {
+    (void)b;
+    return n > 0 ? calloc((size_t)n, sizeof(float)) : NULL;
+}
+static void cpu_free(backend *b, float *p) {
+    (void)b;
+    free(p);
+}
+static void cpu_copy(backend *b, float *dst, const float *src, int64_t n) {
+    (void)b;
+    memmove(dst, src, (size_t)n * sizeof(float));
+}
+static void cpu_zero(backend *b, float *dst, int64_t n) {
+    (void)b;
+    memset(dst, 0, (size_t)n * sizeof(float));
+}
+
+static int cpu_weight_init(backend *b, weight *w, const gguf_tensor *t, err *e) {
+    (void)b;
+    const quant_ops *q = quant_ops_get((enum qtype)t->type, QUANT_ISA_SCALAR);
+    if (!q || !q->to_float)
+        return err_set(e, ERR_UNSUPPORTED, "tensor '%s': type %u is not supported by the cpu backend",
+                       t->name, t->type);
+    w->name = t->name;
+    w->type = (enum qtype)t->type;
+    w->n_dims = (int)t->n_dims;
+    for (int i = 0; i < 4; i++) w->ne[i] = t->ne[i];
+    w->nbytes = t->nbytes;
+    w->data = t->data;
+    return 0;
+}
+
+/* Grows a buffer to at least `need` bytes (outside any parallel region). */
+static bool grow(void **buf, size_t *cap, size_t need) {
+    if (*cap >= need) return true;
+    void *p = realloc(*buf, need);
+    if (!p) return false;
+    *buf = p;
+    *cap = need;
+    return true;
+}
+
+typedef struct mm_job {
+    const weight *w;
+    const char *wbase;     /* the expert's first row */
+    size_t wrow;           /* bytes per weight row */
+    const float *x;        /* [T][ne0] */
+    const char *xq;        /* [T][xrow] quantized activations */
+    size_t xrow;
+    float *y;              /* [T][ne1] */
+    int T;
+    quant_ops ops;
+    float *rowbuf;         /* exact mode */
+    int64_t rowbuf_stride;
+} mm_job;
+
+/* quantize activation rows [t0, t1) */
+static void mm_quantize(void *ctx, int64_t t0, int64_t t1, int thread) {
+    (void)thread;
+    mm_job *j = ctx;
+    const quant_ops *a = quant_ops_get(j->ops.vec_dot_type, quant_isa_best());
+    quant_from_float_fn from = a && a->from_float ? a->from_float : quant_ops_get(j->ops.vec_dot_type, QUANT_ISA_SCALAR)->from_float;
+    for (int64_t t = t0; t < t1; t++)
+        from(j->x + t * j->w->ne[0], (void *)(j->xq + t * j->xrow), j->w->ne[0]);
+}
+
+/* output rows [r0, r1) for every token; rows in the outer loop so a weight row is read once per call */
+static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
+    (void)thread;
+    mm_job *j = ctx;
+    int64_t n = j->w->ne[0], ne1 = j->w->ne[1];
+    for (int64_t r = r0; r < r1; r++) {
+        const void *wr = j->wbase + r * j->wrow;
+        for (int t = 0; t < j->T; t++) j->ops.vec_dot(n, &j->y[t * ne1 + r], wr, j->xq + t * j->xrow);
+    }
+}
+
+static void mm_rows_exact(void *ctx, int64_t r0, int64_t r1, int thread) {
+    mm_job *j = ctx;
+    int64_t n = j->w->ne[0], ne1 = j->w->ne[1];
+    float *row = j->rowbuf + thread * j->rowbuf_stride;
+    for (int64_t r = r0; r < r1; r++) {
+        j->ops.to_float(j->wbase + r * j->wrow, row, n);
+        for (int t = 0; t < j->T; t++) {
+            const float *xt = j->x + t * n;
+            double acc = 0;
+            for (int64_t i = 0; i < n; i++) acc += (double)row[i] * xt[i];
+            j->y[t * ne1 + r] = (float)acc;
+        }
+    }
+}
+
+static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, float *y, int T) {
+    cpu *c = impl(b);
+    mm_job j = {.w = w, .x = x, .y = y, .T = T, .ops = quant_ops_best(w->type)};
+    j.wrow = qtype_row_bytes(w->type, w->ne[0]);
+    j.wbase = (const char *)w->data + (size_t)expert * j.wrow * (size_t)w->ne[1];
+    int nt = pool_n_threads(c->pool);
+    if (c->exact || !j.ops.vec_dot) {
+        if (c->rowbuf_cap < w->ne[0]) {
+            free(c->rowbuf);
+            c->rowbuf = malloc(sizeof(float) * (size_t)w->ne[0] * (size_t)nt);
+            c->rowbuf_cap = c->rowbuf ? w->ne[0] : 0;
+        }
+        if (!c->rowbuf) abort(); /* a few KB per thread: an OOM here leaves nothing to recover */
+        j.rowbuf = c->rowbuf;
+        j.rowbuf_stride = c->rowbuf_cap;
+        pool_run(c->pool, w->ne[1], 8, mm_rows_exact, &j);
+        return;
+    }
+    if (j.ops.vec_dot_type == QT_F32) {
+        j.xq = (const char *)x;
+        j.xrow = sizeof(float) * (size_t)w->ne[0];
+    } else {
+        j.xrow = qtype_row_bytes(j.ops.vec_dot_type, w->ne[0]);
+        if (!grow(&c->xq, &c->xq_cap, j.xrow * (size_t)T)) abort();
+        j.xq = c->xq;
+        pool_run(c->pool, T, 1, mm_quantize, &j);
+    }
+    pool_run(c->pool, w->ne[1], 16, mm_rows, &j);
+}
+
+static void cpu_get_rows(backend *b, const weight *w, const int32_t *ids, float *y, int T) {
+    (void)b;
+    const quant_ops *q = quant_ops_get(w->type, QUANT_ISA_SCALAR);
+    size_t rb = qtype_row_bytes(w->type, w->ne[0]);
+    for (int t = 0; t < T; t++) q->to_float((const char *)w->data + (size_t)ids[t] * rb, y + (int64_t)t * w->ne[0], w->ne[0]);
+}
+
+static void cpu_rms_norm(backend *b, const float *x, const weight *w, float *y, int T, int C, float eps) {
+    (void)b;
+    ref_rms_norm(x, w ? (const float *)w->data : NULL, y, T, C, eps);
+}
+
+static void cpu_rms_norm_heads(backend *b, float *x, const weight *w, int T, int H, int D, float eps) {
+    (void)b;
+    ref_rms_norm(x, w ? (const float *)w->data : NULL, x, T * H, D, eps);
+}
+
+static void cpu_add(backend *b, float *y, const float *x, int64_t n) {
+    (void)b;
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+static void cpu_add_scaled(backend *b, float *y, const float *x, float s, int64_t n) {
+    (void)b;
+    for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
+}
+
+static void cpu_swiglu(backend *b, const float *g, const float *u, float *y, int64_t n) {
+    (void)b;
+    for (int64_t i = 0; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void cpu_copy_cols(backend *b, float *dst, const float *src, int64_t rows, int64_t src_stride,
+                          int64_t offset, int64_t n) {
+    (void)b;
+    for (int64_t r = 0; r < rows; r++) memcpy(dst + r * n, src + r * src_stride + offset, sizeof(float) * (size_t)n);
+}
+
+static void cpu_sigmoid_mul(backend *b, float *y, const float *gate, int64_t n) {
+    (void)b;
+    for (int64_t i = 0; i < n; i++) y[i] *= 1.0f / (1.0f + expf(-gate[i]));
+}
+
+static void cpu_rope_neox(backend *b, float *x, const int32_t *pos, int T, int H, int D, int n_rot, float theta) {
+    (void)b;
+    ref_rope_neox(x, pos, T, H, D, n_rot, theta);
+}
+
+static void cpu_l2_norm(backend *b, float *x, int T, int H, int D, float eps, float scale) {
+    (void)b;
+    ref_l2_norm(x, T, H, D, eps, scale);
+}
+
+static float *scratch(cpu *c, int64_t n) {
+    if (c->scratch_cap < n) {
+        free(c->scratch);
+        c->scratch = malloc(sizeof(float) * (size_t)n);
+        c->scratch_cap = c->scratch ? n : 0;
+        if (!c->scratch) abort();
+    }
+    return c->scratch;
+}
+
+static void cpu_attention(backend *b, const float *q, const float *k, const float *v, float *out,
+                          const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale) {
+    ref_attention(q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, scratch(impl(b), S));
+}
+
+static void cpu_conv1d_silu(backend *b, const float *x, float *state, const weight *w, float *y, int T, int Ch, int K) {
+    (void)b;
+    ref_conv1d_silu(x, state, (const float *)w->data, y, T, Ch, K);
+}
+
+static void cpu_gdn_gates(backend *b, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias,
+                          int T, int Hv) {
+    (void)b;
+    const float *A = ssm_a->data, *dt = dt_bias->data;
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < Hv; j++) {
+            float a = alpha_to_g[t * Hv + j] + dt[j];
+            float sp = a > 20.0f ? a : log1pf(expf(a)); /* softplus, linear above 20 as torch's */
+            alpha_to_g[t * Hv + j] = A[j] * sp;
+            beta[t * Hv + j] = 1.0f / (1.0f + expf(-beta[t * Hv + j]));
+        }
+}
+
+#define GDN_CHUNK 64
+
+static void cpu_gdn(backend *b, float *S, const float *q, const float *k, const float *v, const float *g,
+                    const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map) {
+    if (T == 1) {
+        ref_gdn_step(S, q, k, v, g, beta, o, Hk, Hv, Dk, Dv, map);
+        return;
+    }
+    ref_gdn_chunk(S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, GDN_CHUNK, map,
+                  scratch(impl(b), ref_gdn_chunk_scratch(GDN_CHUNK, Dk, Dv)));
+}
+
+static void cpu_gated_norm(backend *b, float *o, const float *z, const weight *w, int T, int Hv, int Dv, float eps) {
+    (void)b;
+    const float *wd = w->data;
+    ref_rms_norm(o, wd, o, T * Hv, Dv, eps);
+    cpu_swiglu(b, z, o, o, (int64_t)T * Hv * Dv);
+}
+
+static void cpu_destroy(backend *b);
+
+static const backend_ops cpu_ops = {
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .weight_init = cpu_weight_init,
+    .matmul = cpu_matmul,
+    .get_rows = cpu_get_rows,
+    .rms_norm = cpu_rms_norm,
+    .rms_norm_heads = cpu_rms_norm_heads,
+    .add = cpu_add,
+    .add_scaled = cpu_add_scaled,
+    .swiglu = cpu_swiglu,
+    .copy_cols = cpu_copy_cols,
+    .sigmoid_mul = cpu_sigmoid_mul,
+    .rope_neox = cpu_rope_neox,
+    .l2_norm = cpu_l2_norm,
+    .attention = cpu_attention,
+    .conv1d_silu = cpu_conv1d_silu,
+    .gdn_gates = cpu_gdn_gates,
+    .gdn = cpu_gdn,
+    .gated_norm = cpu_gated_norm,
+};
+
+backend *cpu_backend_new(int n_threads, bool exact, err *e) {
+    backend *b = calloc(1, sizeof *b);
+    cpu *c = calloc(1, sizeof *c);
+    if (!b || !c) goto oom;
+    c->pool = pool_new(n_threads);
+    if (!c->pool) goto oom;
+    c->exact = exact;
+    b->name = "cpu";
+    b->ops = &cpu_ops;
+    b->impl = c;
+    return b;
+oom:
+    free(b);
+    free(c);
+    err_set(e, ERR_NOMEM, "cannot create the cpu backend with %d threads", n_threads);
+    return NULL;
+}
+
+static void cpu_destroy(backend *b) {
+    cpu *c = b->impl;
+    if (c) {
+        pool_free(c->pool);
+        free(c->xq);
+        free(c->rowbuf);
+        free(c->scratch);
+        free(c);
+    }
+    free(b);
+}

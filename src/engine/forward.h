@@ -1,0 +1,39 @@
+/* forward: one batched forward pass of a model over spans of tokens, each span continuing one sequence.
+ *
+ * All spans' tokens go through every matmul together; attention, conv and the delta rule run per span
+ * over that span's sequence memory. A span's tokens take positions n_past .. n_past+n-1 of its sequence,
+ * and n_past advances. Two spans of one batch must belong to different sequences. */
+#ifndef LLM170_ENGINE_FORWARD_H
+#define LLM170_ENGINE_FORWARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/kv.h"
+#include "engine/model.h"
+
+typedef struct fwd_span {
+    int seq;               /* sequence index in the kv_state */
+    int n;                 /* tokens in this span (>= 1) */
+    const int32_t *tokens; /* n token ids */
+    enum fwd_out { FWD_OUT_LAST, FWD_OUT_ALL, FWD_OUT_NONE } out; /* which tokens yield logits */
+} fwd_span;
+
+/* Output rows of one span: n, 1 or 0. */
+static inline int fwd_span_rows(const fwd_span *s) { return s->out == FWD_OUT_ALL ? s->n : s->out == FWD_OUT_LAST; }
+
+/* Number of logit rows a batch produces. */
+int fwd_n_out(const fwd_span *spans, int n_spans);
+
+/* Runs the batch. logits (host, may be NULL) receives fwd_n_out rows of n_vocab floats, span by span;
+ * hidden (host, may be NULL) the same rows of the final-normed hidden state (n_embd floats; what the MTP
+ * block reads). Errors (bad token id, context overflow, duplicate sequence) leave the caches untouched. */
+int model_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden,
+                  err *e);
+
+/* Architecture forwards (model_forward dispatches). */
+int qwen35_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden,
+                   err *e);
+
+#endif

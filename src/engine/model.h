@@ -1,0 +1,113 @@
+/* model: a loaded model — hyperparameters and typed weights per architecture — and its loader.
+ *
+ * model_load opens a GGUF, reads `general.architecture`, and hands it to that architecture's loader
+ * (qwen35.c, ...), which checks every tensor's presence, shape and type and binds it through the backend.
+ * Errors name the tensor or key and say what was expected and found.
+ * Ownership: a model owns its gguf_file (weights may point into its mapping) and the backend's weight
+ * storage; it does not own the backend, which must outlive it. */
+#ifndef LLM170_ENGINE_MODEL_H
+#define LLM170_ENGINE_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/backend.h"
+#include "gguf/gguf.h"
+
+enum model_arch { ARCH_QWEN35, ARCH_QWEN35MOE, ARCH_COUNT };
+
+/* "qwen35", "qwen35moe" */
+const char *model_arch_name(enum model_arch a);
+
+/* Hyperparameters; names follow the GGUF keys they come from. */
+typedef struct hparams {
+    int n_vocab;
+    int n_embd;            /* C */
+    int n_layer;           /* trunk layers (block_count - nextn_predict_layers) */
+    int n_block;           /* block_count: trunk + MTP blocks */
+    int n_nextn;           /* MTP blocks (nextn_predict_layers) */
+    int n_ctx_train;
+    float eps;             /* attention.layer_norm_rms_epsilon */
+    /* full attention */
+    int n_head;            /* Hq */
+    int n_head_kv;         /* Hkv */
+    int head_dim;          /* D (attention.key_length == value_length) */
+    int n_rot;             /* rope.dimension_count */
+    float rope_theta;
+    int full_attn_interval;
+    /* gated delta net */
+    int ssm_conv;          /* K (ssm.conv_kernel) */
+    int ssm_dk;            /* Dk (ssm.state_size) */
+    int ssm_hk;            /* Hk (ssm.group_count) */
+    int ssm_hv;            /* Hv (ssm.time_step_rank) */
+    int ssm_dv;            /* Dv = ssm.inner_size / Hv */
+    /* feed-forward */
+    int n_ff;              /* dense width */
+    int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+} hparams;
+
+/* One block's weights; members not used by the block's kind have data == NULL. Shapes in GGUF order
+ * {in, out[, experts]}. */
+typedef struct layer {
+    bool is_gdn;            /* Gated DeltaNet mixer, else gated full attention */
+    weight attn_norm;       /* {C} */
+    weight post_attention_norm; /* {C} */
+    /* gated full attention */
+    weight attn_q;          /* {C, 2*Hq*D}: per head [query | gate] */
+    weight attn_k, attn_v;  /* {C, Hkv*D} */
+    weight attn_output;     /* {Hq*D, C} */
+    weight attn_q_norm, attn_k_norm; /* {D} */
+    /* gated delta net */
+    weight attn_qkv;        /* {C, 2*Hk*Dk + Hv*Dv} */
+    weight attn_gate;       /* {C, Hv*Dv} (z) */
+    weight ssm_conv1d;      /* {K, 2*Hk*Dk + Hv*Dv} */
+    weight ssm_dt;          /* {Hv} dt bias */
+    weight ssm_a;           /* {Hv} = -exp(A_log) */
+    weight ssm_beta, ssm_alpha; /* {C, Hv} */
+    weight ssm_norm;        /* {Dv} gated-norm weight (not shifted) */
+    weight ssm_out;         /* {Hv*Dv, C} */
+    /* dense SwiGLU */
+    weight ffn_gate, ffn_up; /* {C, I} */
+    weight ffn_down;         /* {I, C} */
+    /* MoE */
+    weight ffn_gate_inp;     /* {C, E} router */
+    weight ffn_gate_exps, ffn_up_exps; /* {C, Ie, E} */
+    weight ffn_down_exps;    /* {Ie, C, E} */
+    weight ffn_gate_inp_shexp; /* {C} shared-expert gate (one output) */
+    weight ffn_gate_shexp, ffn_up_shexp; /* {C, Is} */
+    weight ffn_down_shexp;   /* {Is, C} */
+    /* MTP block only */
+    weight nextn_eh_proj;    /* {2C, C} */
+    weight nextn_enorm, nextn_hnorm, nextn_shared_head_norm; /* {C} */
+} layer;
+
+typedef struct model {
+    enum model_arch arch;
+    hparams hp;
+    gguf_file *gguf;
+    backend *be;
+    weight token_embd;   /* {C, V} */
+    weight output_norm;  /* {C} */
+    weight output;       /* {C, V}; == token_embd when tied */
+    bool tied;
+    layer *layers;       /* n_block */
+} model;
+
+/* Loads path on backend be. Returns 0 and *out, or a negative err code with a message. */
+int model_load(model **out, const char *path, backend *be, err *e);
+void model_free(model *m);
+
+/* Architecture loaders (model.c dispatches on general.architecture). */
+int qwen35_load(model *m, err *e);
+
+/* ---- shared loader helpers (model.c) ---- */
+/* Binds tensor `name` with exactly n_dims dims ne[0..n_dims) into w. required=false: an absent tensor
+ * leaves w zeroed and returns 0. Any present tensor with another shape is an error naming it. */
+int model_bind(model *m, weight *w, const char *name, int n_dims, const int64_t *ne, bool required, err *e);
+/* Requires an F32 weight (norms, biases, gates read as plain floats). */
+int model_require_f32(const weight *w, err *e);
+/* Reads "{arch}.{key}" as u32 into *out (required) */
+int model_get_u32(model *m, const char *key, int *out, err *e);
+
+#endif

@@ -1,0 +1,58 @@
+/* ops_ref: the naive CPU reference of every engine op, in plain float loops.
+ *
+ * These are the oracle: the fast CPU paths and every GPU kernel are tested against them. They favour
+ * clarity over speed, allocate nothing (callers pass scratch where needed) and state their shapes.
+ * Shape alphabet: T tokens, C channels (model width), Hq query heads, Hkv key/value heads of attention,
+ * Hk key heads and Hv value heads of a Gated DeltaNet layer, D attention head dim, Dk/Dv GDN key/value
+ * head dims, S cached positions. Arrays are row-major with the last-named dimension fastest. */
+#ifndef LLM170_ENGINE_OPS_REF_H
+#define LLM170_ENGINE_OPS_REF_H
+
+#include <stdint.h>
+
+/* y[T][C] = x / sqrt(mean(x^2) + eps) * w   (w may be NULL: no weight). y may alias x. */
+void ref_rms_norm(const float *x, const float *w, float *y, int T, int C, float eps);
+
+/* x[T][H][D] in place: NeoX ("rotate half") RoPE on the first n_rot dims of each head: pair (i, i+n_rot/2)
+ * rotated by pos[t] * theta^(-2i/n_rot); dims n_rot..D pass through. */
+void ref_rope_neox(float *x, const int32_t *pos, int T, int H, int D, int n_rot, float theta);
+
+/* x[T][H][D] in place: y = x / sqrt(sum(x^2) + eps) * scale, per head. */
+void ref_l2_norm(float *x, int T, int H, int D, float eps, float scale);
+
+/* Causal GQA softmax attention for T new queries at positions qpos[t] over S cached keys at positions
+ * kpos[s]: key s is visible to query t iff kpos[s] <= qpos[t]. q[T][Hq][D], k/v[S][Hkv][D],
+ * out[T][Hq][D]; query head h uses kv head h / (Hq/Hkv). scores is scratch of S floats. */
+void ref_attention(const float *q, const float *k, const float *v, float *out, const int32_t *qpos,
+                   const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, float *scores);
+
+/* Depthwise causal conv1d with state, then SiLU. x[T][Ch] raw inputs; state[(K-1)][Ch] the previous
+ * K-1 raw inputs (oldest first), updated to the last K-1 inputs; w[Ch][K] (w[ch][K-1] multiplies the
+ * current token); y[T][Ch]. */
+void ref_conv1d_silu(const float *x, float *state, const float *w, float *y, int T, int Ch, int K);
+
+/* Which key head value head j reads: qwen35 GGUFs tile value heads (j mod Hk); HF checkpoints group
+ * them (j / (Hv/Hk)). */
+enum gdn_head_map { GDN_HEADS_TILED, GDN_HEADS_GROUPED };
+
+static inline int gdn_key_head(int j, int Hk, int Hv, enum gdn_head_map map) {
+    return map == GDN_HEADS_TILED ? j % Hk : j / (Hv / Hk);
+}
+
+/* One token of the gated delta rule, every value head j (all fp32):
+ *   S_j <- exp(g_j) * S_j;  u = beta_j * (v_j - S_j^T k);  S_j <- S_j + k u^T;  o_j = S_j^T q
+ * with q, k of key head gdn_key_head(j) (already L2-normalised; q also scaled by Dk^-1/2).
+ * S[Hv][Dk][Dv], q/k[Hk][Dk], v[Hv][Dv], g/beta[Hv], o[Hv][Dv]. */
+void ref_gdn_step(float *S, const float *q, const float *k, const float *v, const float *g,
+                  const float *beta, float *o, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map);
+
+/* The same rule over T tokens in the chunked (WY / UT transform) form, chunks of `chunk` tokens, starting
+ * from state S and leaving the final state in S. q/k[T][Hk][Dk], v[T][Hv][Dv], g/beta[T][Hv],
+ * o[T][Hv][Dv]. scratch must hold ref_gdn_chunk_scratch(chunk, Dk, Dv) floats. Equal to T calls of
+ * ref_gdn_step up to float rounding. */
+void ref_gdn_chunk(float *S, const float *q, const float *k, const float *v, const float *g,
+                   const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, int chunk,
+                   enum gdn_head_map map, float *scratch);
+int64_t ref_gdn_chunk_scratch(int chunk, int Dk, int Dv);
+
+#endif

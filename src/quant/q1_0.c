@@ -1,0 +1,57 @@
+/* q1_0: the 1-bit type Q1_0 (128 values, one fp16 d, 1.125 bits per weight), scalar reference.
+ *
+ * x = bit ? d : -d, value j in bit j % 8 of qs[j / 8]. gguf-py 0.19 knows the type's size but has no
+ * dequantizer or quantizer for it, so both follow llama.cpp's reference: quantize stores the sign of each
+ * value (bit set for x >= 0) and d = mean |x|, summed in order in float. vec_dot pairs with Q8_0, four
+ * Q8_0 blocks per Q1_0 block, and sums +-q8 in integers per Q8_0 block. */
+#include <math.h>
+
+#include "base/fp16.h"
+#include "quant/blocks.h"
+#include "quant/iquants.h"
+
+_Static_assert(QK1_0 % QK8_0 == 0, "a Q1_0 block spans whole Q8_0 blocks");
+
+static void q1_0_to_float(const void *vx, float *y, int64_t n) {
+    const block_q1_0 *x = vx;
+    for (int64_t i = 0; i < n / QK1_0; i++) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int j = 0; j < QK1_0; j++) *y++ = (x[i].qs[j / 8] >> (j % 8)) & 1 ? d : -d;
+    }
+}
+
+static void q1_0_from_float(const float *x, void *vy, int64_t n) {
+    block_q1_0 *y = vy;
+    for (int64_t i = 0; i < n / QK1_0; i++, x += QK1_0) {
+        float sum_abs = 0.0f;
+        for (int j = 0; j < QK1_0; j++) sum_abs += fabsf(x[j]);
+        y[i].d = fp16_from_f32(sum_abs / (float)QK1_0);
+        for (int b = 0; b < QK1_0 / 8; b++) {
+            uint8_t bits = 0;
+            for (int j = 0; j < 8; j++) bits |= (uint8_t)((x[8 * b + j] >= 0.0f) << j);
+            y[i].qs[b] = bits;
+        }
+    }
+}
+
+static void q1_0_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q1_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / QK1_0; i++) {
+        float sumb = 0.0f;
+        for (int k = 0; k < QK1_0 / QK8_0; k++) {
+            const block_q8_0 *yb = &y[i * (QK1_0 / QK8_0) + k];
+            const uint8_t *bits = x[i].qs + k * QK8_0 / 8;
+            int32_t sumi = 0;
+            for (int j = 0; j < QK8_0; j++) sumi += (bits[j / 8] >> (j % 8)) & 1 ? yb->qs[j] : -yb->qs[j];
+            sumb += fp16_to_f32(yb->d) * (float)sumi;
+        }
+        sumf += fp16_to_f32(x[i].d) * sumb;
+    }
+    *s = sumf;
+}
+
+void quant_register_q1_0(quant_table t) {
+    t[QT_Q1_0][QUANT_ISA_SCALAR] = (quant_ops){q1_0_to_float, q1_0_from_float, q1_0_vec_dot_q8_0, QT_Q8_0};
+}

@@ -1,0 +1,128 @@
+/* Engine invariants on tiny random qwen35 / qwen35moe models (made with synth, F32 and Q8_0 weights):
+ *  - a prompt prefilled in chunks of 1, 16, 63 and 64 tokens gives the logits of one pass (up to the GDN
+ *    step-vs-chunk rounding: stated tolerance), and so does prefill followed by token-by-token decode;
+ *  - a batch of sequences gives bit-identical logits to each sequence alone (rows never mix);
+ *  - bad input is refused: token out of range, context overflow, a sequence twice in a batch. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/rng.h"
+#include "check.h"
+#include "llm170.h"
+#include "synth/synth.h"
+
+/* Max |diff| / max |logit| allowed between chunkings. With F32 weights activations stay f32 and the only
+ * difference is the GDN step-vs-chunk rounding (~1e-6). With quantized weights activations are quantized
+ * to Q8 per row; a rounding difference of 1e-7 can move one int8 step, and the recurrent state carries
+ * that step to every later position (measured ~1e-2 of the logit range on these noise models), so the
+ * bound there is looser. A wrong chunk boundary or a state bug gives O(1) differences. */
+#define TOL_F32 2e-5f
+#define TOL_QUANT 3e-2f
+
+static float rel_diff(const float *a, const float *b, int n) {
+    float num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]);
+        if (d > num || d != d) num = d != d ? INFINITY : d;
+        if (fabsf(b[i]) > den) den = fabsf(b[i]);
+    }
+    return num / (den > 0 ? den : 1);
+}
+
+/* Prefills tokens[0..n) into sequence 0 of a fresh context with batch size n_batch; out gets n rows. */
+static int prefill(llm170_model *m, const int32_t *tokens, int n, int n_batch, float *out) {
+    llm170_context *c = NULL;
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = 256, .n_batch = n_batch};
+    if (llm170_context_new(m, &cp, &c)) return -1;
+    llm170_seq_batch b = {.seq = 0, .n_tokens = n, .tokens = tokens, .all_logits = true};
+    int rc = llm170_decode(c, &b, 1);
+    int V = llm170_model_n_vocab(m);
+    for (int i = 0; !rc && i < n; i++) memcpy(out + (size_t)i * V, llm170_logits(c, i), sizeof(float) * V);
+    llm170_context_free(c);
+    return rc;
+}
+
+static void check_model(const char *preset, const char *mix, int n_threads) {
+    float TOL = strcmp(mix, "f32") ? TOL_QUANT : TOL_F32;
+    char path[] = "/tmp/llm170-inv-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    err e = {0};
+    int rc = synth_write(synth_preset_find(preset), synth_mix_from_name(mix), 7, path, NULL, NULL, &e);
+    CHECKF(rc == 0, "synth %s: %s", preset, e.msg);
+    llm170_model *m = NULL;
+    llm170_model_params mp = {.n_threads = n_threads, .exact = false};
+    rc = llm170_model_load(path, &mp, &m);
+    CHECKF(rc == 0, "load %s: %s", preset, llm170_last_error());
+    if (rc) {
+        unlink(path);
+        return;
+    }
+    int V = llm170_model_n_vocab(m), T = 130;
+    int32_t tok[130];
+    rng r;
+    rng_seed(&r, 1);
+    for (int i = 0; i < T; i++) tok[i] = (int32_t)(rng_u64(&r) % (uint64_t)V);
+    float *ref = malloc(sizeof(float) * (size_t)T * V), *got = malloc(sizeof(float) * (size_t)T * V);
+    CHECK(prefill(m, tok, T, 512, ref) == 0);
+    int chunks[] = {1, 16, 63, 64};
+    for (int i = 0; i < 4; i++) {
+        CHECK(prefill(m, tok, T, chunks[i], got) == 0);
+        float d = rel_diff(got, ref, T * V);
+        printf("%s %s threads=%d: prefill in chunks of %2d vs one pass: max rel diff %.2e\n", preset, mix, n_threads,
+               chunks[i], d);
+        CHECKF(d < TOL, "%s chunk %d: %g", preset, chunks[i], d);
+    }
+    /* batch of three sequences vs each alone (bit-exact) */
+    llm170_context *c = NULL;
+    llm170_context_params cp = {.n_seq = 3, .n_ctx = 256, .n_batch = 512};
+    CHECK(llm170_context_new(m, &cp, &c) == 0);
+    int lens[3] = {130, 50, 7};
+    llm170_seq_batch b[3];
+    for (int s = 0; s < 3; s++) b[s] = (llm170_seq_batch){.seq = s, .n_tokens = lens[s], .tokens = tok + s, .all_logits = false};
+    CHECK(llm170_decode(c, b, 3) == 0);
+    for (int s = 0; s < 3; s++) {
+        CHECK(prefill(m, tok + s, lens[s], 512, got) == 0);
+        const float *row = llm170_logits(c, s);
+        CHECKF(row && memcmp(row, got + (size_t)(lens[s] - 1) * V, sizeof(float) * V) == 0,
+               "%s: sequence %d in a batch differs from alone", preset, s);
+    }
+    /* then decode one token for sequences 0 and 2 together, compare with a one-pass prefill */
+    int32_t nxt[2] = {5, 9};
+    llm170_seq_batch d2[2] = {{.seq = 0, .n_tokens = 1, .tokens = &nxt[0]}, {.seq = 2, .n_tokens = 1, .tokens = &nxt[1]}};
+    CHECK(llm170_decode(c, d2, 2) == 0);
+    int32_t seq2[8];
+    memcpy(seq2, tok + 2, sizeof(int32_t) * 7);
+    seq2[7] = 9;
+    CHECK(prefill(m, seq2, 8, 512, got) == 0);
+    float d = rel_diff(llm170_logits(c, 1), got + (size_t)7 * V, V);
+    printf("%s %s: decode step after a batched prefill vs one pass: max rel diff %.2e\n", preset, mix, d);
+    CHECKF(d < TOL, "%s decode vs prefill: %g", preset, d);
+    /* bad input */
+    int32_t bad = V;
+    llm170_seq_batch bb = {.seq = 1, .n_tokens = 1, .tokens = &bad};
+    CHECK(llm170_decode(c, &bb, 1) != 0 && strstr(llm170_last_error(), "outside the vocabulary"));
+    llm170_seq_batch twice[2] = {{.seq = 1, .n_tokens = 1, .tokens = nxt}, {.seq = 1, .n_tokens = 1, .tokens = nxt}};
+    CHECK(llm170_decode(c, twice, 2) != 0 && strstr(llm170_last_error(), "twice"));
+    CHECK(llm170_seq_len(c, 1) == 50); /* refused batches do not advance */
+    int32_t *many = calloc(300, sizeof(int32_t));
+    llm170_seq_batch big = {.seq = 1, .n_tokens = 300, .tokens = many};
+    CHECK(llm170_decode(c, &big, 1) != 0 && strstr(llm170_last_error(), "exceed the context size"));
+    free(many);
+    llm170_context_free(c);
+    free(ref);
+    free(got);
+    llm170_model_free(m);
+    unlink(path);
+}
+
+int main(void) {
+    check_model("tiny-qwen35", "f32", 1);
+    check_model("tiny-qwen35", "q8_0", 2);
+    check_model("tiny-qwen35moe", "f32", 2);
+    return check_report("test_qwen35_invariants");
+}
