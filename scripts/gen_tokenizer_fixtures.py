@@ -95,7 +95,7 @@ def model_view(model, pre, add_space_prefix, text):
     """The text as the model's merges see it (a superset of every symbol tokenizing can form)."""
     if model == "llama":
         return ((" " if add_space_prefix else "") + text).replace(" ", "\u2581").encode()
-    if pre in ("gemma4", "granite-embed-multi-311m"):
+    if model == "gemma4" or pre in ("gemma4", "granite-embed-multi-311m"):
         return text.replace(" ", "\u2581").encode()
     return "".join(BYTE_ALPHA[b] for b in text.encode()).encode()
 

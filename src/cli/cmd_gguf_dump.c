@@ -115,12 +115,12 @@ static void print_tokenizer(const gguf_file *f, bool all_tokens) {
         printf("  (no tokenizer.ggml.model key)\n");
         return;
     }
-    printf("  model        ");
+    printf("  %-24s ", "model");
     if (!gguf_get_str(f, "tokenizer.ggml.model", &s, &e)) print_str(s.ptr, s.len, MAX_STR);
-    printf("\n  pre          ");
+    printf("\n  %-24s ", "pre");
     if (!gguf_get_str(f, "tokenizer.ggml.pre", &s, &e)) print_str(s.ptr, s.len, MAX_STR);
     else printf("(absent)");
-    printf("\n  vocab        %" PRIu64 " tokens", have_toks ? toks.n : 0);
+    printf("\n  %-24s %" PRIu64 " tokens", "vocab", have_toks ? toks.n : 0);
     if (have_types && toks.n) {
         uint64_t count[8] = {0};
         for (uint64_t i = 0; i < types.n; i++) {
@@ -137,7 +137,7 @@ static void print_tokenizer(const gguf_file *f, bool all_tokens) {
             }
         printf(")");
     }
-    printf("\n  merges       %" PRIu64 "\n", have_merges ? merges.n : 0);
+    printf("\n  %-24s %" PRIu64 "\n", "merges", have_merges ? merges.n : 0);
     /* every *_token_id key, with the token's text */
     for (uint64_t i = 0; i < gguf_n_kv(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
@@ -166,9 +166,9 @@ static void print_tokenizer(const gguf_file *f, bool all_tokens) {
     if (!gguf_get_str(f, "tokenizer.chat_template", &s, &e)) {
         uint64_t nl = 0;
         while (nl < s.len && s.ptr[nl] != '\n') nl++;
-        printf("  chat_template            %" PRIu64 " bytes, first line: ", s.len);
-        print_str(s.ptr, nl, MAX_STR);
-        putchar('\n');
+        printf("  chat_template            %" PRIu64 " bytes; first line (%" PRIu64 " bytes): ", s.len, nl);
+        print_str(s.ptr, nl < MAX_STR ? nl : MAX_STR, MAX_STR);
+        printf("%s\n", nl > MAX_STR ? "..." : "");
     }
     /* the remaining tokenizer.* keys, summarized */
     for (uint64_t i = 0; i < gguf_n_kv(f); i++) {

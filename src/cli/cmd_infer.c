@@ -71,7 +71,10 @@ int cmd_infer(int argc, char **argv) {
             fprintf(stderr, "llm170 infer: unknown flag '%s'\n", a);
             goto usage_error;
         }
-        if (!ok) goto done;
+        if (!ok) {
+            rc = 2;
+            goto done;
+        }
     }
     if (!path || n_prompts == 0) {
         fprintf(stderr, "llm170 infer: --model and at least one --prompt-tokens are required\n");

@@ -27,6 +27,10 @@ static const command commands[] = {
      "prompt-processing and generation speed, as llama-bench's markdown table"},
     {"quant-bench", cmd_quant_bench, "[--type T,...] [--isa scalar|avx2|avx512|best] [--mb N]",
      "single-thread dequantize and dot-product throughput per quant type"},
+    {"tokenize", cmd_tokenize,
+     "--model M [--no-bos] [--no-parse-special] (--text S | --file F | --stdin) [--show]",
+     "print the token ids of a text ([1, 2, 3]) or, with --show, id and piece per line"},
+    {"detokenize", cmd_detokenize, "--model M [--no-special] 1,2,3", "print the text of token ids"},
 };
 
 static int cmd_help(int argc, char **argv) {

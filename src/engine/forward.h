@@ -32,6 +32,13 @@ int fwd_n_out(const fwd_span *spans, int n_spans);
 int model_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden,
                   err *e);
 
+/* The MTP (multi-token prediction) block of qwen35 models, spec §3.2: for T rows, hidden[t] (host, the
+ * trunk's final-normed hidden state at position p) and next[t] (the token at p+1) give the logits of a
+ * draft for p+2. Rows take positions mtp_past .. mtp_past+T-1 of the sequence's MTP cache. hidden_out
+ * (host, may be NULL) receives the block's normed output, the hidden that chains into a further draft. */
+int qwen35_mtp_forward(model *m, kv_state *kv, int seq, const float *hidden, const int32_t *next, int T,
+                       float *logits, float *hidden_out, err *e);
+
 /* Architecture forwards (model_forward dispatches). */
 int qwen35_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden,
                    err *e);

@@ -78,6 +78,7 @@ void kv_reset(kv_state *kv, int s) {
     seq_cache *c = &kv->seqs[s];
     backend *be = kv->m->be;
     c->n_past = 0;
+    c->mtp_past = 0;
     for (int il = 0; il < kv->m->hp.n_block; il++) {
         if (c->conv[il]) be->ops->zero(be, c->conv[il], conv_floats(&kv->m->hp));
         if (c->ssm[il]) be->ops->zero(be, c->ssm[il], ssm_floats(&kv->m->hp));

@@ -14,6 +14,7 @@
 
 typedef struct seq_cache {
     int n_past;     /* tokens already in the cache; the next token's position */
+    int mtp_past;   /* rows already in the MTP block's cache */
     float **k, **v; /* per block; NULL for GDN blocks */
     float **conv;   /* per block; NULL for attention blocks */
     float **ssm;    /* per block; NULL for attention blocks */

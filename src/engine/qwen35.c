@@ -253,7 +253,7 @@ static void attention_block(model *m, const layer *L, int il, kv_state *kv, cons
     int64_t kvrow = (int64_t)Hkv * D, qrow = (int64_t)Hq * D;
     for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++) {
         seq_cache *c = &kv->seqs[spans[s].seq];
-        int n = spans[s].n, past = c->n_past;
+        int n = spans[s].n, past = w->pos[t0]; /* spans are contiguous from their cache length */
         op->copy(be, c->k[il] + past * kvrow, k + t0 * kvrow, n * kvrow);
         op->copy(be, c->v[il] + past * kvrow, v + t0 * kvrow, n * kvrow);
         op->attention(be, q + t0 * qrow, c->k[il], c->v[il], att + t0 * qrow, w->pos + t0, w->kpos, n, past + n, Hq,
@@ -441,6 +441,61 @@ int qwen35_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, f
         for (int s = 0; s < n_spans; s++) kv->seqs[spans[s].seq].n_past += spans[s].n;
     }
     free(ids);
+    work_free(be, &w);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- MTP (spec §3.2) */
+
+int qwen35_mtp_forward(model *m, kv_state *kv, int seq, const float *hidden, const int32_t *next, int T,
+                       float *logits, float *hidden_out, err *e) {
+    const hparams *hp = &m->hp;
+    backend *be = m->be;
+    const backend_ops *op = be->ops;
+    if (hp->n_nextn < 1) return err_set(e, ERR_UNSUPPORTED, "this model has no MTP block (nextn_predict_layers = 0)");
+    if (seq < 0 || seq >= kv->n_seq || T < 1) return err_set(e, ERR_ARG, "bad MTP batch: sequence %d, %d rows", seq, T);
+    seq_cache *c = &kv->seqs[seq];
+    if (c->mtp_past + T > kv->n_ctx)
+        return err_set(e, ERR_RANGE, "MTP cache of sequence %d: %d + %d rows exceed the context size %d", seq,
+                       c->mtp_past, T, kv->n_ctx);
+    for (int i = 0; i < T; i++)
+        if (next[i] < 0 || next[i] >= hp->n_vocab)
+            return err_set(e, ERR_RANGE, "token id %d is outside the vocabulary (0..%d)", next[i], hp->n_vocab - 1);
+    int il = hp->n_layer; /* the (first) MTP block */
+    const layer *L = &m->layers[il];
+    int64_t C = hp->n_embd;
+    work w;
+    int rc = work_new(m, &w, T, kv->n_ctx, e);
+    if (rc) return rc;
+    for (int i = 0; i < T; i++) w.pos[i] = c->mtp_past + i;
+    /* [enorm(embed(next)) ; hnorm(hidden)] -> eh_proj */
+    float *emb = w.a, *hid = w.b, *cat = w.c;
+    op->get_rows(be, &m->token_embd, next, emb, T);
+    op->rms_norm(be, emb, &L->nextn_enorm, emb, T, (int)C, hp->eps);
+    op->upload(be, hid, hidden, (int64_t)T * C);
+    op->rms_norm(be, hid, &L->nextn_hnorm, hid, T, (int)C, hp->eps);
+    for (int t = 0; t < T; t++) {
+        op->copy(be, cat + (int64_t)t * 2 * C, emb + (int64_t)t * C, C);
+        op->copy(be, cat + (int64_t)t * 2 * C + C, hid + (int64_t)t * C, C);
+    }
+    op->matmul(be, &L->nextn_eh_proj, 0, cat, w.x, T);
+    fwd_span span = {.seq = seq, .n = T, .tokens = next, .out = FWD_OUT_ALL};
+    rc = block(m, il, kv, &span, 1, T, &w, e);
+    if (!rc) {
+        op->rms_norm(be, w.x, &L->nextn_shared_head_norm, w.y, T, (int)C, hp->eps);
+        if (hidden_out) op->download(be, hidden_out, w.y, (int64_t)T * C);
+        if (logits) {
+            float *lg = op->alloc(be, (int64_t)T * hp->n_vocab);
+            if (!lg) {
+                rc = err_set(e, ERR_NOMEM, "cannot allocate MTP logits for %d rows", T);
+            } else {
+                op->matmul(be, &m->output, 0, w.y, lg, T);
+                op->download(be, logits, lg, (int64_t)T * hp->n_vocab);
+                op->free(be, lg);
+            }
+        }
+        c->mtp_past += T;
+    }
     work_free(be, &w);
     return rc;
 }

@@ -57,7 +57,7 @@ int gguf_split_count(const gguf_part *p, const char *where, uint64_t *count, err
 }
 
 int gguf_open_splits(gguf_file *f, const char *path, err *e) {
-    size_t prefix;
+    size_t prefix = 0;
     unsigned name_k = 0, name_n = 0;
     bool named = split_name(path, &prefix, &name_k, &name_n);
     uint64_t count, no, total;

@@ -69,7 +69,7 @@ static uint8_t fp4_best_code(float x, float d) {
 
 /* ---- MXFP4 ---- */
 
-static void mxfp4_to_float(const void *vx, float *y, int64_t n) {
+void mxfp4_to_float(const void *vx, float *y, int64_t n) {
     const block_mxfp4 *x = vx;
     for (int64_t i = 0; i < n / QK_MXFP4; i++, y += QK_MXFP4) {
         const float d = e8m0_to_f32_half(x[i].e);
@@ -80,7 +80,7 @@ static void mxfp4_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void mxfp4_from_float(const float *x, void *vy, int64_t n) {
+void mxfp4_from_float(const float *x, void *vy, int64_t n) {
     block_mxfp4 *y = vy;
     for (int64_t i = 0; i < n / QK_MXFP4; i++, x += QK_MXFP4) {
         float amax = 0.0f; /* numpy's max: NaN if any value is NaN */
@@ -97,7 +97,7 @@ static void mxfp4_from_float(const float *x, void *vy, int64_t n) {
     }
 }
 
-static void mxfp4_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
+void mxfp4_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     const block_mxfp4 *x = vx;
     const block_q8_0 *y = vy;
     float sumf = 0.0f;
@@ -114,7 +114,7 @@ static void mxfp4_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *
 
 /* ---- NVFP4 ---- */
 
-static void nvfp4_to_float(const void *vx, float *y, int64_t n) {
+void nvfp4_to_float(const void *vx, float *y, int64_t n) {
     const block_nvfp4 *x = vx;
     for (int64_t i = 0; i < n / QK_NVFP4; i++) {
         for (int sb = 0; sb < QK_NVFP4 / QK_NVFP4_SUB; sb++, y += QK_NVFP4_SUB) {
@@ -128,7 +128,7 @@ static void nvfp4_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void nvfp4_from_float(const float *x, void *vy, int64_t n) {
+void nvfp4_from_float(const float *x, void *vy, int64_t n) {
     block_nvfp4 *y = vy;
     for (int64_t i = 0; i < n / QK_NVFP4; i++) {
         for (int sb = 0; sb < QK_NVFP4 / QK_NVFP4_SUB; sb++, x += QK_NVFP4_SUB) {
@@ -144,7 +144,7 @@ static void nvfp4_from_float(const float *x, void *vy, int64_t n) {
     }
 }
 
-static void nvfp4_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
+void nvfp4_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     const block_nvfp4 *x = vx;
     const block_q8_0 *y = vy;
     float sumf = 0.0f;

@@ -22,7 +22,7 @@
 
 /* ---- IQ1_S ---- */
 
-static void iq1s_to_float(const void *vx, float *y, int64_t n) {
+void iq1_s_to_float(const void *vx, float *y, int64_t n) {
     const block_iq1_s *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
@@ -38,7 +38,7 @@ static void iq1s_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void iq1s_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void iq1_s_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq1_s *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -80,7 +80,7 @@ static inline unsigned iq1m_scale(const uint16_t sc[4], int m) { return (sc[m / 
 /* Nibble of group k (8 values): bits 0..2 = high index bits, bit 3 = delta sign. */
 static inline unsigned iq1m_nibble(const block_iq1_m *b, int k) { return (b->qh[k / 2] >> (4 * (k % 2))) & 15; }
 
-static void iq1m_to_float(const void *vx, float *y, int64_t n) {
+void iq1_m_to_float(const void *vx, float *y, int64_t n) {
     const block_iq1_m *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
         uint16_t sc[4];
@@ -95,7 +95,7 @@ static void iq1m_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void iq1m_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void iq1_m_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq1_m *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -123,6 +123,6 @@ static void iq1m_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *v
 }
 
 void quant_register_iq1(quant_table t) {
-    t[QT_IQ1_S][QUANT_ISA_SCALAR] = (quant_ops){iq1s_to_float, NULL, iq1s_vec_dot_q8_K, QT_Q8_K};
-    t[QT_IQ1_M][QUANT_ISA_SCALAR] = (quant_ops){iq1m_to_float, NULL, iq1m_vec_dot_q8_K, QT_Q8_K};
+    t[QT_IQ1_S][QUANT_ISA_SCALAR] = (quant_ops){iq1_s_to_float, NULL, iq1_s_vec_dot_q8_k, QT_Q8_K};
+    t[QT_IQ1_M][QUANT_ISA_SCALAR] = (quant_ops){iq1_m_to_float, NULL, iq1_m_vec_dot_q8_k, QT_Q8_K};
 }

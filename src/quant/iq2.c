@@ -26,7 +26,7 @@ static inline float iq2_db(float d, unsigned s) { return d * (0.5f + (float)s) *
 
 /* ---- IQ2_XXS ---- */
 
-static void iq2xxs_to_float(const void *vx, float *y, int64_t n) {
+void iq2_xxs_to_float(const void *vx, float *y, int64_t n) {
     const block_iq2_xxs *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
@@ -43,7 +43,7 @@ static void iq2xxs_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void iq2xxs_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void iq2_xxs_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq2_xxs *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -69,7 +69,7 @@ static void iq2xxs_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void 
 
 /* ---- IQ2_XS ---- */
 
-static void iq2xs_to_float(const void *vx, float *y, int64_t n) {
+void iq2_xs_to_float(const void *vx, float *y, int64_t n) {
     const block_iq2_xs *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
@@ -82,7 +82,7 @@ static void iq2xs_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void iq2xs_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void iq2_xs_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq2_xs *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -110,7 +110,7 @@ static inline unsigned iq2s_index(const block_iq2_s *b, int k) {
     return b->qs[k] | (((unsigned)b->qh[k / 4] >> (2 * (k % 4)) & 3) << 8);
 }
 
-static void iq2s_to_float(const void *vx, float *y, int64_t n) {
+void iq2_s_to_float(const void *vx, float *y, int64_t n) {
     const block_iq2_s *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
@@ -123,7 +123,7 @@ static void iq2s_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void iq2s_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void iq2_s_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq2_s *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -145,7 +145,7 @@ static void iq2s_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *v
 }
 
 void quant_register_iq2(quant_table t) {
-    t[QT_IQ2_XXS][QUANT_ISA_SCALAR] = (quant_ops){iq2xxs_to_float, NULL, iq2xxs_vec_dot_q8_K, QT_Q8_K};
-    t[QT_IQ2_XS][QUANT_ISA_SCALAR] = (quant_ops){iq2xs_to_float, NULL, iq2xs_vec_dot_q8_K, QT_Q8_K};
-    t[QT_IQ2_S][QUANT_ISA_SCALAR] = (quant_ops){iq2s_to_float, NULL, iq2s_vec_dot_q8_K, QT_Q8_K};
+    t[QT_IQ2_XXS][QUANT_ISA_SCALAR] = (quant_ops){iq2_xxs_to_float, NULL, iq2_xxs_vec_dot_q8_k, QT_Q8_K};
+    t[QT_IQ2_XS][QUANT_ISA_SCALAR] = (quant_ops){iq2_xs_to_float, NULL, iq2_xs_vec_dot_q8_k, QT_Q8_K};
+    t[QT_IQ2_S][QUANT_ISA_SCALAR] = (quant_ops){iq2_s_to_float, NULL, iq2_s_vec_dot_q8_k, QT_Q8_K};
 }

@@ -23,7 +23,7 @@ static inline float signed_by(float v, unsigned bit) { return bit && !isnan(v) ?
 
 /* ---- IQ3_XXS ---- */
 
-static void iq3xxs_to_float(const void *vx, float *y, int64_t n) {
+void iq3_xxs_to_float(const void *vx, float *y, int64_t n) {
     const block_iq3_xxs *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
@@ -44,7 +44,7 @@ static void iq3xxs_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void iq3xxs_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void iq3_xxs_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq3_xxs *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -82,7 +82,7 @@ static inline unsigned iq3s_index(const block_iq3_s *b, int k) {
 /* Scale nibble of the 32 values ib: low nibble of scales[ib / 2] for even ib, high for odd. */
 static inline unsigned iq3s_scale(const block_iq3_s *b, int ib) { return (b->scales[ib / 2] >> (4 * (ib & 1))) & 15; }
 
-static void iq3s_to_float(const void *vx, float *y, int64_t n) {
+void iq3_s_to_float(const void *vx, float *y, int64_t n) {
     const block_iq3_s *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
@@ -96,7 +96,7 @@ static void iq3s_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void iq3s_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void iq3_s_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq3_s *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -116,6 +116,6 @@ static void iq3s_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *v
 }
 
 void quant_register_iq3(quant_table t) {
-    t[QT_IQ3_XXS][QUANT_ISA_SCALAR] = (quant_ops){iq3xxs_to_float, NULL, iq3xxs_vec_dot_q8_K, QT_Q8_K};
-    t[QT_IQ3_S][QUANT_ISA_SCALAR] = (quant_ops){iq3s_to_float, NULL, iq3s_vec_dot_q8_K, QT_Q8_K};
+    t[QT_IQ3_XXS][QUANT_ISA_SCALAR] = (quant_ops){iq3_xxs_to_float, NULL, iq3_xxs_vec_dot_q8_k, QT_Q8_K};
+    t[QT_IQ3_S][QUANT_ISA_SCALAR] = (quant_ops){iq3_s_to_float, NULL, iq3_s_vec_dot_q8_k, QT_Q8_K};
 }

@@ -12,7 +12,7 @@
 
 _Static_assert(QK1_0 % QK8_0 == 0, "a Q1_0 block spans whole Q8_0 blocks");
 
-static void q1_0_to_float(const void *vx, float *y, int64_t n) {
+void q1_0_to_float(const void *vx, float *y, int64_t n) {
     const block_q1_0 *x = vx;
     for (int64_t i = 0; i < n / QK1_0; i++) {
         const float d = fp16_to_f32(x[i].d);
@@ -20,7 +20,7 @@ static void q1_0_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void q1_0_from_float(const float *x, void *vy, int64_t n) {
+void q1_0_from_float(const float *x, void *vy, int64_t n) {
     block_q1_0 *y = vy;
     for (int64_t i = 0; i < n / QK1_0; i++, x += QK1_0) {
         float sum_abs = 0.0f;
@@ -34,7 +34,7 @@ static void q1_0_from_float(const float *x, void *vy, int64_t n) {
     }
 }
 
-static void q1_0_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
+void q1_0_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q1_0 *x = vx;
     const block_q8_0 *y = vy;
     float sumf = 0.0f;

@@ -18,19 +18,30 @@
 #include "quant/blocks.h"
 #include "quant/simd_x86.h"
 
-/* The 6-bit scales and mins of Q4_K / Q5_K (8 of each in 12 bytes). */
-static inline void simd_k4_scales(const uint8_t *q, uint8_t sc[8], uint8_t mn[8]) {
-    for (int j = 0; j < 4; j++) {
-        sc[j] = q[j] & 63;
-        mn[j] = q[j + 4] & 63;
-        sc[j + 4] = (uint8_t)((q[j + 8] & 0x0f) | ((q[j] >> 6) << 4));
-        mn[j + 4] = (uint8_t)((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
-    }
+/* The 6-bit scales and mins of Q4_K / Q5_K (8 of each in 12 bytes) as 8 bytes each, sub-block j in byte
+ * j: j < 4 in the low 6 bits of bytes j (scale) and j + 4 (min); j >= 4 low 4 bits in byte j + 4 and the
+ * top 2 bits in the spare bits 6..7 of bytes j - 4 and j. Done on 32-bit words, 4 sub-blocks at a time. */
+static inline void simd_k4_unpack(const uint8_t *p, uint64_t *sc, uint64_t *mn) {
+    uint32_t a[3];
+    memcpy(a, p, 12);
+    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    const uint32_t sc_hi = (a[2] & m4) | (((a[0] >> 6) & m2) << 4);
+    const uint32_t mn_hi = ((a[2] >> 4) & m4) | (((a[1] >> 6) & m2) << 4);
+    *sc = (a[0] & m6) | (uint64_t)sc_hi << 32;
+    *mn = (a[1] & m6) | (uint64_t)mn_hi << 32;
 }
 
-/* Two int16 multipliers: a for the low 128-bit lane (first 16 values), b for the high one. */
-static inline __m256i simd_scale2(int a, int b) {
-    return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));
+/* 8 bytes (unsigned or signed) -> 8 int16, the same in both 128-bit lanes, for simd_pick. */
+static inline __m256i simd_u8x8_i16x2(uint64_t v) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)v)));
+}
+static inline __m256i simd_i8x8_i16x2(__m128i v) { return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(v)); }
+
+/* From s (8 int16 per lane, both lanes equal): int16 s[a] in every lane of the low half, s[b] in the high
+ * half. a and b are constants once the callers' fixed loops unroll. */
+static inline __m256i simd_pick(__m256i s, int a, int b) {
+    const __m256i ctrl = _mm256_set_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * b)), _mm_set1_epi16((short)(0x0100 + 0x0202 * a)));
+    return _mm256_shuffle_epi8(s, ctrl);
 }
 
 static inline __m256i simd_lo4(__m256i q) { return _mm256_and_si256(q, _mm256_set1_epi8(0x0f)); }
@@ -38,52 +49,51 @@ static inline __m256i simd_hi4(__m256i q) { return _mm256_and_si256(_mm256_srli_
 
 static inline __m256i simd_ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-/* sum_j a[j] * b[j] over 16 int16 */
-static inline int32_t simd_dot_i16x16(const int16_t *a, const int16_t *b) {
-    return simd_hsum_epi32(_mm256_madd_epi16(simd_ld(a), simd_ld(b)));
+/* 16 int16 scales (one per 16 values) times the Q8_K bsums, as 8 int32 lanes (pairs of sub-blocks). */
+static inline __m256i simd_scaled_bsums(__m256i sc16, const block_q8_K *y) {
+    return _mm256_madd_epi16(sc16, simd_ld(y->bsums));
 }
 
 /* ---- Q2_K: u = 2-bit q, x = d * sc * u - dmin * m ------------------------------------------------- */
 static void SIMD_NAME(q2_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q2_K *x = vx;
     const block_q8_K *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    float summ = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
-        const uint8_t *sc = x[b].scales;
-        int16_t mins[16];
-        for (int j = 0; j < 16; j++) mins[j] = sc[j] >> 4;
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)x[b].scales);
+        const __m128i sc8 = _mm_and_si128(s8, _mm_set1_epi8(15));
+        const __m128i mn8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15));
         const float dy = y[b].d;
-        summ += dy * _cvtsh_ss(x[b].dmin) * (float)simd_dot_i16x16(y[b].bsums, mins);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(simd_scaled_bsums(_mm256_cvtepu8_epi16(mn8), &y[b])),
+                               _mm256_set1_ps(dy * _cvtsh_ss(x[b].dmin)), accm);
         __m256i isum = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i q = simd_ld(x[b].qs + 32 * h);
+            const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(h ? _mm_srli_si128(sc8, 8) : sc8));
             for (int k = 0; k < 4; k++) { /* values 128h + 32k + l = bits 2k..2k+1 of q[l] */
-                const int is = 8 * h + 2 * k;
                 __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), _mm256_set1_epi8(3));
-                isum = simd_dot_u8s8_scaled(isum, u, simd_ld(y[b].qs + 128 * h + 32 * k),
-                                            simd_scale2(sc[is] & 15, sc[is + 1] & 15));
+                isum = simd_dot_u8s8_scaled(isum, u, simd_ld(y[b].qs + 128 * h + 32 * k), simd_pick(sc, 2 * k, 2 * k + 1));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dy * _cvtsh_ss(x[b].d)), acc);
     }
-    *s = simd_hsum_ps(acc) - summ;
+    *s = simd_hsum_ps(_mm256_sub_ps(acc, accm));
 }
 
 /* ---- Q3_K: value = (u - 4) with u = 2-bit q + 4 * hmask bit; scales 6-bit minus 32 ----------------- */
-static inline void simd_q3_scales(const uint8_t *p, int16_t sc[16]) {
+
+/* The 16 scales of a Q3_K block minus 32, as int8 in order: low 4 bits of scale j in the nibbles of bytes
+ * 0..7 (j < 8: low nibble of byte j; else high nibble of byte j - 8), high 2 bits in bytes 8..11 (scale j
+ * at bits 2 * (j / 4) of byte 8 + j % 4). */
+static inline __m128i simd_q3_scales(const uint8_t *p) {
     uint32_t a[3];
     memcpy(a, p, 12);
     const uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
-    uint32_t w[4] = {
-        (a[0] & m4) | (((a[2] >> 0) & m2) << 4),
-        (a[1] & m4) | (((a[2] >> 2) & m2) << 4),
-        ((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4),
-        ((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4),
-    };
-    uint8_t u[16];
-    memcpy(u, w, 16);
-    for (int j = 0; j < 16; j++) sc[j] = (int16_t)(u[j] - 32);
+    const __m128i u = _mm_setr_epi32((int)((a[0] & m4) | (((a[2] >> 0) & m2) << 4)),
+                                     (int)((a[1] & m4) | (((a[2] >> 2) & m2) << 4)),
+                                     (int)(((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4)),
+                                     (int)(((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4)));
+    return _mm_sub_epi8(u, _mm_set1_epi8(32));
 }
 
 static void SIMD_NAME(q3_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
@@ -91,65 +101,68 @@ static void SIMD_NAME(q3_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, co
     const block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
-        int16_t sc[16];
-        simd_q3_scales(x[b].scales, sc);
+        const __m128i s8 = simd_q3_scales(x[b].scales);
+        /* the -4 offset of every value: isum starts at -4 * sum_j sc_j * bsums_j */
+        __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                        _mm256_slli_epi32(simd_scaled_bsums(_mm256_cvtepi8_epi16(s8), &y[b]), 2));
         const __m256i hm = simd_ld(x[b].hmask);
-        __m256i isum = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i q = simd_ld(x[b].qs + 32 * h);
+            const __m256i sc = simd_i8x8_i16x2(h ? _mm_srli_si128(s8, 8) : s8);
             for (int k = 0; k < 4; k++) { /* values 128h + 32k + l: bits 2k of q[l], bit 4h + k of hmask[l] */
-                const int is = 8 * h + 2 * k;
-                const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + k)));
-                __m256i hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), _mm256_set1_epi8(4));
+                /* move hmask bit 4h + k to bit 2 (the 16-bit shifts only bring in bits from the other byte at
+                 * positions the mask drops: shift counts stay within 0..5) */
+                const int hb = 4 * h + k;
+                __m256i hi = hb >= 2 ? _mm256_srli_epi16(hm, hb - 2) : _mm256_slli_epi16(hm, 2 - hb);
+                hi = _mm256_and_si256(hi, _mm256_set1_epi8(4));
                 __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), _mm256_set1_epi8(3)), hi);
-                isum = simd_dot_u8s8_scaled(isum, u, simd_ld(y[b].qs + 128 * h + 32 * k), simd_scale2(sc[is], sc[is + 1]));
+                isum = simd_dot_u8s8_scaled(isum, u, simd_ld(y[b].qs + 128 * h + 32 * k), simd_pick(sc, 2 * k, 2 * k + 1));
             }
         }
-        const int32_t off = 4 * simd_dot_i16x16(sc, y[b].bsums);
-        isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(off, 0, 0, 0, 0, 0, 0, 0));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
     }
     *s = simd_hsum_ps(acc);
 }
 
 /* ---- Q4_K / Q5_K: x = d * sc * u - dmin * m over 8 sub-blocks of 32 ------------------------------- */
-static inline float simd_k4_mins_term(const block_q8_K *y, const uint8_t mn[8], float dmin) {
-    int16_t m16[16];
-    for (int j = 0; j < 16; j++) m16[j] = mn[j / 2];
-    return y->d * dmin * (float)simd_dot_i16x16(y->bsums, m16);
+
+/* dmin * dy * sum_j m_j * (bsums[2j] + bsums[2j+1]), added into 8 float lanes */
+static inline __m256 simd_k4_mins(__m256 accm, uint64_t mn, const block_q8_K *y, float dmin) {
+    const __m256i pairs = _mm256_madd_epi16(simd_ld(y->bsums), _mm256_set1_epi16(1));
+    const __m256i m32 = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(pairs, m32)), _mm256_set1_ps(y->d * dmin), accm);
 }
 
 static void SIMD_NAME(q4_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q4_K *x = vx;
     const block_q8_K *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    float summ = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
-        uint8_t sc[8], mn[8];
-        simd_k4_scales(x[b].scales, sc, mn);
-        summ += simd_k4_mins_term(&y[b], mn, _cvtsh_ss(x[b].dmin));
+        uint64_t sc8, mn8;
+        simd_k4_unpack(x[b].scales, &sc8, &mn8);
+        accm = simd_k4_mins(accm, mn8, &y[b], _cvtsh_ss(x[b].dmin));
+        const __m256i sc = simd_u8x8_i16x2(sc8);
         __m256i isum = _mm256_setzero_si256();
         for (int g = 0; g < 4; g++) { /* 32 bytes: low nibbles = sub-block 2g, high = 2g + 1 */
             const __m256i q = simd_ld(x[b].qs + 32 * g);
-            isum = simd_dot_u8s8_scaled(isum, simd_lo4(q), simd_ld(y[b].qs + 64 * g), _mm256_set1_epi16(sc[2 * g]));
-            isum = simd_dot_u8s8_scaled(isum, simd_hi4(q), simd_ld(y[b].qs + 64 * g + 32),
-                                        _mm256_set1_epi16(sc[2 * g + 1]));
+            isum = simd_dot_u8s8_scaled(isum, simd_lo4(q), simd_ld(y[b].qs + 64 * g), simd_pick(sc, 2 * g, 2 * g));
+            isum = simd_dot_u8s8_scaled(isum, simd_hi4(q), simd_ld(y[b].qs + 64 * g + 32), simd_pick(sc, 2 * g + 1, 2 * g + 1));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
     }
-    *s = simd_hsum_ps(acc) - summ;
+    *s = simd_hsum_ps(_mm256_sub_ps(acc, accm));
 }
 
 static void SIMD_NAME(q5_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q5_K *x = vx;
     const block_q8_K *y = vy;
     const __m256i sixteen = _mm256_set1_epi8(16);
-    __m256 acc = _mm256_setzero_ps();
-    float summ = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
-        uint8_t sc[8], mn[8];
-        simd_k4_scales(x[b].scales, sc, mn);
-        summ += simd_k4_mins_term(&y[b], mn, _cvtsh_ss(x[b].dmin));
+        uint64_t sc8, mn8;
+        simd_k4_unpack(x[b].scales, &sc8, &mn8);
+        accm = simd_k4_mins(accm, mn8, &y[b], _cvtsh_ss(x[b].dmin));
+        const __m256i sc = simd_u8x8_i16x2(sc8);
         const __m256i qh = simd_ld(x[b].qh);
         __m256i isum = _mm256_setzero_si256();
         for (int g = 0; g < 4; g++) { /* 5th bit of value l of sub-block j is bit j of qh[l] */
@@ -158,13 +171,13 @@ static void SIMD_NAME(q5_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, co
             __m256i h0 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b0), b0), sixteen);
             __m256i h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), sixteen);
             isum = simd_dot_u8s8_scaled(isum, _mm256_or_si256(simd_lo4(q), h0), simd_ld(y[b].qs + 64 * g),
-                                        _mm256_set1_epi16(sc[2 * g]));
+                                        simd_pick(sc, 2 * g, 2 * g));
             isum = simd_dot_u8s8_scaled(isum, _mm256_or_si256(simd_hi4(q), h1), simd_ld(y[b].qs + 64 * g + 32),
-                                        _mm256_set1_epi16(sc[2 * g + 1]));
+                                        simd_pick(sc, 2 * g + 1, 2 * g + 1));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
     }
-    *s = simd_hsum_ps(acc) - summ;
+    *s = simd_hsum_ps(_mm256_sub_ps(acc, accm));
 }
 
 /* ---- Q6_K: value = u - 32, u = 4 bits of ql + 2 bits of qh; int8 scales per 16 --------------------- */
@@ -184,20 +197,17 @@ static void SIMD_NAME(q6_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, co
     const block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
-        const int8_t *sc = x[b].scales;
-        __m256i isum = _mm256_setzero_si256();
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)x[b].scales);
+        /* the -32 offset of every value: isum starts at -32 * sum_j sc_j * bsums_j */
+        __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                        _mm256_slli_epi32(simd_scaled_bsums(_mm256_cvtepi8_epi16(s8), &y[b]), 5));
         for (int h = 0; h < 2; h++) {
             __m256i u[4];
             simd_q6_half(x[b].ql + 64 * h, x[b].qh + 32 * h, u);
-            for (int k = 0; k < 4; k++) {
-                const int is = 8 * h + 2 * k;
-                isum = simd_dot_u8s8_scaled(isum, u[k], simd_ld(y[b].qs + 128 * h + 32 * k), simd_scale2(sc[is], sc[is + 1]));
-            }
+            const __m256i sc = simd_i8x8_i16x2(h ? _mm_srli_si128(s8, 8) : s8);
+            for (int k = 0; k < 4; k++)
+                isum = simd_dot_u8s8_scaled(isum, u[k], simd_ld(y[b].qs + 128 * h + 32 * k), simd_pick(sc, 2 * k, 2 * k + 1));
         }
-        int16_t sc16[16];
-        for (int j = 0; j < 16; j++) sc16[j] = sc[j];
-        const int32_t off = 32 * simd_dot_i16x16(sc16, y[b].bsums);
-        isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(off, 0, 0, 0, 0, 0, 0, 0));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
     }
     *s = simd_hsum_ps(acc);
@@ -210,13 +220,18 @@ static void SIMD_NAME(iq4_xs_vec_dot_q8_k)(int64_t n, float *s, const void *vx, 
     const __m256i table = simd_iq4nl_table();
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
+        /* ls of sub-block ib: 4 bits from nibble ib of scales_l, 2 from bits 2ib of scales_h; pdep spreads
+         * both into byte ib at once */
+        uint32_t sl;
+        memcpy(&sl, x[b].scales_l, 4);
+        const uint64_t ls = _pdep_u64(sl, 0x0f0f0f0f0f0f0f0full) | _pdep_u64(x[b].scales_h, 0x3030303030303030ull);
+        const __m256i sc = simd_i8x8_i16x2(_mm_sub_epi8(_mm_cvtsi64_si128((long long)ls), _mm_set1_epi8(32)));
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
-            const int ls = ((x[b].scales_l[ib / 2] >> (4 * (ib & 1))) & 15) | (((x[b].scales_h >> (2 * ib)) & 3) << 4);
             __m256i q = _mm256_shuffle_epi8(table, simd_nibbles_lo_hi(x[b].qs + 16 * ib));
             __m256i yq = simd_ld(y[b].qs + 32 * ib);
             /* sign trick: |q| <= 127 and |y| <= 127 keep pmaddubsw pairs below 32767 */
-            isum = simd_dot_u8s8_scaled(isum, _mm256_sign_epi8(q, q), _mm256_sign_epi8(yq, q), _mm256_set1_epi16((short)(ls - 32)));
+            isum = simd_dot_u8s8_scaled(isum, _mm256_sign_epi8(q, q), _mm256_sign_epi8(yq, q), simd_pick(sc, ib, ib));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
     }
@@ -237,8 +252,11 @@ static inline __m256 simd_i8x8_ps(const int8_t *p) {
 static void SIMD_NAME(q4_k_to_float)(const void *vx, float *y, int64_t n) {
     const block_q4_K *x = vx;
     for (int64_t b = 0; b < n / QK_K; b++) {
+        uint64_t sc8, mn8;
+        simd_k4_unpack(x[b].scales, &sc8, &mn8);
         uint8_t sc[8], mn[8];
-        simd_k4_scales(x[b].scales, sc, mn);
+        memcpy(sc, &sc8, 8);
+        memcpy(mn, &mn8, 8);
         const float d = _cvtsh_ss(x[b].d), dmin = _cvtsh_ss(x[b].dmin);
         for (int g = 0; g < 4; g++, y += 64) {
             uint8_t u[64];

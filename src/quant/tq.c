@@ -66,7 +66,7 @@ static float tq_ternarize(const float *x, uint8_t t[QK_K]) {
 
 /* ---- TQ1_0 ---- */
 
-static void tq1_0_to_float(const void *vx, float *y, int64_t n) {
+void tq1_0_to_float(const void *vx, float *y, int64_t n) {
     const block_tq1_0 *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
         const float d = fp16_to_f32(x[i].d);
@@ -81,7 +81,7 @@ static inline uint8_t tq1_pack(const uint8_t *t, int stride, int k) {
     return (uint8_t)((v * 256 + 242) / 243);
 }
 
-static void tq1_0_from_float(const float *x, void *vy, int64_t n) {
+void tq1_0_from_float(const float *x, void *vy, int64_t n) {
     block_tq1_0 *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         uint8_t t[QK_K];
@@ -93,7 +93,7 @@ static void tq1_0_from_float(const float *x, void *vy, int64_t n) {
     }
 }
 
-static void tq1_0_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void tq1_0_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_tq1_0 *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -107,7 +107,7 @@ static void tq1_0_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *
 
 /* ---- TQ2_0 ---- */
 
-static void tq2_0_to_float(const void *vx, float *y, int64_t n) {
+void tq2_0_to_float(const void *vx, float *y, int64_t n) {
     const block_tq2_0 *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = fp16_to_f32(x[i].d);
@@ -117,7 +117,7 @@ static void tq2_0_to_float(const void *vx, float *y, int64_t n) {
     }
 }
 
-static void tq2_0_from_float(const float *x, void *vy, int64_t n) {
+void tq2_0_from_float(const float *x, void *vy, int64_t n) {
     block_tq2_0 *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         uint8_t t[QK_K];
@@ -131,7 +131,7 @@ static void tq2_0_from_float(const float *x, void *vy, int64_t n) {
     }
 }
 
-static void tq2_0_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *vy) {
+void tq2_0_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_tq2_0 *x = vx;
     const block_q8_K *y = vy;
     float sumf = 0.0f;
@@ -147,6 +147,6 @@ static void tq2_0_vec_dot_q8_K(int64_t n, float *s, const void *vx, const void *
 }
 
 void quant_register_tq(quant_table t) {
-    t[QT_TQ1_0][QUANT_ISA_SCALAR] = (quant_ops){tq1_0_to_float, tq1_0_from_float, tq1_0_vec_dot_q8_K, QT_Q8_K};
-    t[QT_TQ2_0][QUANT_ISA_SCALAR] = (quant_ops){tq2_0_to_float, tq2_0_from_float, tq2_0_vec_dot_q8_K, QT_Q8_K};
+    t[QT_TQ1_0][QUANT_ISA_SCALAR] = (quant_ops){tq1_0_to_float, tq1_0_from_float, tq1_0_vec_dot_q8_k, QT_Q8_K};
+    t[QT_TQ2_0][QUANT_ISA_SCALAR] = (quant_ops){tq2_0_to_float, tq2_0_from_float, tq2_0_vec_dot_q8_k, QT_Q8_K};
 }

@@ -49,7 +49,7 @@ int tok_decode(const tokenizer *t, const int32_t *ids, size_t n_ids, bool specia
         const char *p;
         size_t n;
         int rc = tok_piece(t, ids[i], special, &p, &n, e);
-        if (rc) return err_wrap(e, "detokenize: ids[%zu]", i);
+        if (rc) return err_wrap(e, "ids[%zu]", i);
         total += n;
     }
     char *s = malloc(total + 1);

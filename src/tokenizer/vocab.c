@@ -8,7 +8,9 @@
 
 #include "tokenizer/tok_impl.h"
 
-const char *tok_model_names(void) { return "gpt2 (byte-level BPE), llama (SentencePiece BPE)"; }
+const char *tok_model_names(void) {
+    return "gpt2 (byte-level BPE), gemma4 (BPE over UTF-8), llama (SentencePiece BPE)";
+}
 
 tok_spec tok_spec_default(void) {
     tok_spec s;
@@ -236,10 +238,11 @@ int tok_create(tokenizer **out, const tok_spec *s, err *e) {
     tokenizer *t = calloc(1, sizeof *t);
     if (!t) return err_set(e, ERR_NOMEM, "out of memory for the tokenizer");
     int rc = 0;
-    if (!strcmp(s->model, "gpt2")) {
+    if (!strcmp(s->model, "gpt2") || !strcmp(s->model, "gemma4")) {
+        /* "gemma4" is BPE over raw UTF-8 whatever `pre` says (llama.cpp reads it so) */
         t->model = TOK_MODEL_BPE;
         int def_bos;
-        rc = tok_pretok_new(&t->pretok, s->pre, &t->pre_name, e);
+        rc = tok_pretok_new(&t->pretok, !strcmp(s->model, "gemma4") ? "gemma4" : s->pre, &t->pre_name, e);
         if (rc) goto fail;
         tok_pretok_flags(t->pretok, &t->byte_encode, &t->ignore_merges, &t->escape_spaces, &def_bos);
         t->add_bos = s->add_bos >= 0 ? s->add_bos : def_bos;
