@@ -79,6 +79,12 @@ const float *llm170_logits(const llm170_context *c, int i);
 /* Row i of the last decode's final-normed hidden states (n_embd floats), as the MTP block reads them. */
 const float *llm170_hidden(const llm170_context *c, int i);
 
+/* The model's MTP (multi-token prediction) block, for speculative decoding: for n rows, hidden[t]
+ * (n_embd floats: the final-normed hidden state at some position p, from llm170_hidden) and next[t] (the
+ * token at p+1) give, in logits[t] (n_vocab floats, caller-allocated), the block's logits for p+2.
+ * Rows append to the sequence's MTP cache in order. Fails if the model has no MTP block. */
+int llm170_mtp_decode(llm170_context *c, int seq, const float *hidden, const int32_t *next, int n, float *logits);
+
 /* Tokens in sequence seq so far (the next token's position). */
 int llm170_seq_len(const llm170_context *c, int seq);
 /* Forgets a sequence (its KV cache and recurrent state). */

@@ -85,6 +85,12 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!strcmp(a, "--no-bos")) bos = false;
         else if (!strcmp(a, "--no-parse-special")) parse_special = false;
         else if (!strcmp(a, "--ids")) continue; /* llama-tokenize's flag: ids are our default output */
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: llm170 tokenize --model M [--no-bos] [--no-parse-special] (--text S | --file F | --stdin) "
+                   "[--show]\n\ntokenizer models: %s\npre-tokenizers (tokenizer.ggml.pre): %s\n",
+                   tok_model_names(), tok_pre_names());
+            return 0;
+        }
         else return fprintf(stderr, "tokenize: unknown or incomplete argument '%s'\n", a), usage_tokenize();
     }
     if (!model || (!!text + !!file + use_stdin) != 1) return usage_tokenize();

@@ -256,6 +256,16 @@ const float *llm170_hidden(const llm170_context *c, int i) {
     return c->hidden + (size_t)i * (size_t)c->model->m->hp.n_embd;
 }
 
+int llm170_mtp_decode(llm170_context *c, int seq, const float *hidden, const int32_t *next, int n, float *logits) {
+    err e = {0};
+    if (c->model->m->arch != ARCH_QWEN35 && c->model->m->arch != ARCH_QWEN35MOE) {
+        err_set(&e, ERR_UNSUPPORTED, "%s models have no MTP block", model_arch_name(c->model->m->arch));
+        return fail(&e);
+    }
+    if (qwen35_mtp_forward(c->model->m, c->kv, seq, hidden, next, n, logits, NULL, &e)) return fail(&e);
+    return 0;
+}
+
 int llm170_seq_len(const llm170_context *c, int seq) {
     return seq >= 0 && seq < c->p.n_seq ? c->kv->seqs[seq].n_past : -1;
 }

@@ -91,6 +91,13 @@ static int rd_name(gguf_file *f, cursor *c, const char **out, const char *what) 
     return 0;
 }
 
+/* Adds context to the message of a failed read and passes its code on (err_wrap returns e's code, which
+ * would be wrong with e == NULL). */
+static int wrapped(int rc, err *e, const char *kind, const char *name) {
+    err_wrap(e, "%s '%s'", kind, name);
+    return rc;
+}
+
 static int parse_value(gguf_file *f, cursor *c, uint32_t type, uint64_t type_at, int depth, gguf_value *out);
 
 /* An array body (element type, count, elements) at nesting level `depth` (1 = a key's own value). */
@@ -178,8 +185,8 @@ static int parse_kvs(gguf_file *f, gguf_part *p, cursor *c, gguf_index *ix) {
         int rc = rd_name(f, c, &kv->key, "key");
         if (rc) return rc;
         uint64_t type_at = c->pos;
-        if ((rc = rd_u32(c, &type, "value type"))) return err_wrap(c->e, "key '%s'", kv->key);
-        if ((rc = parse_value(f, c, type, type_at, 1, &kv->value))) return err_wrap(c->e, "key '%s'", kv->key);
+        if ((rc = rd_u32(c, &type, "value type"))) return wrapped(rc, c->e, "key", kv->key);
+        if ((rc = parse_value(f, c, type, type_at, 1, &kv->value))) return wrapped(rc, c->e, "key", kv->key);
         int64_t dup = gguf_index_insert(ix, i, p->kvs, sizeof *p->kvs);
         if (dup == -2) return err_set(c->e, ERR_NOMEM, "out of memory indexing keys");
         if (dup >= 0)
@@ -207,7 +214,7 @@ static int parse_tensor_info(gguf_file *f, gguf_part *p, cursor *c, gguf_tensor 
     uint32_t n_dims, type;
     int rc = rd_name(f, c, &t->name, "tensor name");
     if (rc) return rc;
-    if ((rc = rd_u32(c, &n_dims, "n_dims"))) return err_wrap(c->e, "tensor '%s'", t->name);
+    if ((rc = rd_u32(c, &n_dims, "n_dims"))) return wrapped(rc, c->e, "tensor", t->name);
     if (n_dims == 0 || n_dims > GGUF_MAX_DIMS)
         return err_set(c->e, ERR_FORMAT, "at byte %" PRIu64 ": tensor '%s' has n_dims %" PRIu32
                        ", expected 1..%d", c->pos - 4, t->name, n_dims, GGUF_MAX_DIMS);
@@ -217,7 +224,7 @@ static int parse_tensor_info(gguf_file *f, gguf_part *p, cursor *c, gguf_tensor 
     for (uint32_t j = 0; j < GGUF_MAX_DIMS; j++) {
         uint64_t ne = 1;
         if (j < n_dims) {
-            if ((rc = rd_u64(c, &ne, "ne"))) return err_wrap(c->e, "tensor '%s'", t->name);
+            if ((rc = rd_u64(c, &ne, "ne"))) return wrapped(rc, c->e, "tensor", t->name);
             if (ne > INT64_MAX)
                 return err_set(c->e, ERR_FORMAT, "at byte %" PRIu64 ": tensor '%s' has ne[%" PRIu32 "] = %" PRIu64
                                ", more than INT64_MAX", c->pos - 8, t->name, j, ne);
@@ -234,7 +241,7 @@ static int parse_tensor_info(gguf_file *f, gguf_part *p, cursor *c, gguf_tensor 
                        t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
     t->n_elements = any_zero ? 0 : n_el;
     uint64_t type_at = c->pos;
-    if ((rc = rd_u32(c, &type, "tensor type"))) return err_wrap(c->e, "tensor '%s'", t->name);
+    if ((rc = rd_u32(c, &type, "tensor type"))) return wrapped(rc, c->e, "tensor", t->name);
     const qtype_info *qi = qtype_get(type);
     if (!qi)
         return err_set(c->e, ERR_UNSUPPORTED, "at byte %" PRIu64 ": tensor '%s' has type id %" PRIu32
@@ -248,7 +255,7 @@ static int parse_tensor_info(gguf_file *f, gguf_part *p, cursor *c, gguf_tensor 
         return err_set(c->e, ERR_FORMAT, "at byte %" PRIu64 ": tensor '%s' (%" PRId64 " elements of %s) is too "
                        "large to address", at, t->name, t->n_elements, qi->name);
     uint64_t off_at = c->pos;
-    if ((rc = rd_u64(c, &t->offset, "tensor offset"))) return err_wrap(c->e, "tensor '%s'", t->name);
+    if ((rc = rd_u64(c, &t->offset, "tensor offset"))) return wrapped(rc, c->e, "tensor", t->name);
     if (t->offset % p->alignment != 0)
         return err_set(c->e, ERR_FORMAT, "at byte %" PRIu64 ": tensor '%s' data offset %" PRIu64
                        " is not a multiple of the alignment %" PRIu32, off_at, t->name, t->offset, p->alignment);
@@ -378,8 +385,8 @@ int gguf_parse_part(gguf_file *f, uint32_t part_no, err *e) {
         }
     }
 
-    /* The data section starts at the next multiple of the alignment (alignment <= 2^31, pos < 2^64 - 2^31
-     * cannot be assumed for a mapping, hence the check). */
+    /* The data section starts at the next multiple of the alignment. pos <= size, but a buffer's size is
+     * only bounded by SIZE_MAX, so the padded sum is still checked. */
     uint64_t pad = (p->alignment - c.pos % p->alignment) % p->alignment;
     if (pad > UINT64_MAX - c.pos)
         return err_set(e, ERR_FORMAT, "at byte %" PRIu64 ": padding to the alignment overflows", c.pos);

@@ -399,8 +399,13 @@ static int write_tensor_data(FILE *fp, const wtensor *t, uint8_t **chunk, const 
     if (!*chunk && !(*chunk = malloc(FILL_CHUNK))) return err_set(e, ERR_NOMEM, "out of memory for a write chunk");
     for (uint64_t off = 0; off < t->nbytes;) {
         uint64_t n = t->nbytes - off < FILL_CHUNK ? t->nbytes - off : FILL_CHUNK;
+        /* A callback that fails without setting e still leaves a message (and never a 0 code). */
+        err_set(e, ERR_IO, "the fill callback failed without a message");
         int rc = t->fill(t->ctx, *chunk, off, n, e);
-        if (rc) return err_wrap(e, "filling tensor '%s' at byte %" PRIu64, t->name, off);
+        if (rc) {
+            err_wrap(e, "filling tensor '%s' at byte %" PRIu64, t->name, off);
+            return rc < 0 ? rc : ERR_IO;
+        }
         if ((rc = write_all(fp, *chunk, n, tmp, e))) return rc;
         off += n;
     }

@@ -17,6 +17,7 @@
 
 #include "quant/blocks.h"
 #include "quant/simd_x86.h"
+#include "quant/simd_x86_legacy.h" /* simd_iq4nl_table */
 
 /* The 6-bit scales and mins of Q4_K / Q5_K (8 of each in 12 bytes) as 8 bytes each, sub-block j in byte
  * j: j < 4 in the low 6 bits of bytes j (scale) and j + 4 (min); j >= 4 low 4 bits in byte j + 4 and the

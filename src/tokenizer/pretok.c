@@ -142,14 +142,32 @@ const char *tok_pre_names(void) {
     return buf;
 }
 
+/* The canonical names only (the first of each group), short enough for an error message. */
+static const char *canonical_names(void) {
+    static char buf[1024];
+    if (!buf[0]) {
+        size_t k = 0;
+        for (size_t i = 0; i < N_PRE_DEFS; i++) {
+            size_t len = strcspn(PRE_DEFS[i].names, "|");
+            if (k + len + 3 >= sizeof buf) break;
+            if (k) buf[k++] = ',', buf[k++] = ' ';
+            memcpy(buf + k, PRE_DEFS[i].names, len);
+            k += len;
+        }
+        buf[k] = 0;
+    }
+    return buf;
+}
+
 int tok_pretok_new(tok_pretok **out, const char *name, const char **canonical, err *e) {
     if (!name || !*name) name = "default";
     const pre_def *def = NULL;
     for (size_t i = 0; i < N_PRE_DEFS && !def; i++)
         if (name_in_list(PRE_DEFS[i].names, name)) def = &PRE_DEFS[i];
     if (!def)
-        return err_set(e, ERR_UNSUPPORTED, "unknown pre-tokenizer '%s' (tokenizer.ggml.pre); supported: %s", name,
-                       tok_pre_names());
+        return err_set(e, ERR_UNSUPPORTED,
+                       "unknown pre-tokenizer '%s' (tokenizer.ggml.pre); supported: %s (and their aliases, which "
+                       "`llm170 tokenize --help` lists)", name, canonical_names());
     tok_pretok *p = calloc(1, sizeof *p);
     if (!p) return err_set(e, ERR_NOMEM, "out of memory for the pre-tokenizer");
     p->def = def;

@@ -294,6 +294,8 @@ int tok_create(tokenizer **out, const tok_spec *s, err *e) {
         (rc = check_id("padding", s->pad, t->n, e)))
         goto fail;
     t->bos = s->bos, t->eos = s->eos, t->unk = s->unk, t->eot = s->eot, t->pad = s->pad;
+    /* A default the file did not state gives way to a missing id; a stated one must be honoured. */
+    if (s->add_bos < 0 && t->bos < 0) t->add_bos = false;
     if ((t->add_bos && t->bos < 0) || (t->add_eos && t->eos < 0)) {
         rc = err_set(e, ERR_FORMAT, "tokenizer asks to add %s but has no %s token id",
                      t->add_bos && t->bos < 0 ? "BOS" : "EOS", t->add_bos && t->bos < 0 ? "bos" : "eos");
@@ -372,7 +374,7 @@ int tok_load_gguf(tokenizer **out, const gguf_file *f, err *e) {
     if (!strcmp(model, "gpt2") && !pre[0])
         return err_set(e, ERR_UNSUPPORTED,
                        "tokenizer.ggml.pre is missing, so the pre-tokenizer is unknown; re-convert the model with a "
-                       "current converter (supported: %s)", tok_pre_names());
+                       "current converter");
     gguf_array toks, scores = {0}, types = {0}, merges = {0};
     if ((rc = gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_STRING, &toks, e))) return rc;
     if (toks.n == 0 || toks.n > TOK_MAX_TOKENS)

@@ -359,6 +359,21 @@ static void test_no_tensors_null_pointer_arithmetic(void) {
     bb_free(&b);
 }
 
+/* err is optional: without one, the codes are the same (a wrapped message must not change the code). */
+static void test_without_err(void) {
+    bb b = {0};
+    bb_header(&b, 3, 0, 1);
+    bb_key(&b, "k", GGUF_STRING);
+    bb_u64(&b, 100);
+    gguf_file *f = NULL;
+    CHECK(gguf_open_memory(&f, b.p, b.n, NULL) == ERR_FORMAT && f == NULL);
+    bb_free(&b);
+    bb_header(&b, 3, 1, 0);
+    bb_tensor(&b, "t", 1, NE4, 99, 0);
+    CHECK(gguf_open_memory(&f, b.p, b.n, NULL) == ERR_UNSUPPORTED && f == NULL);
+    bb_free(&b);
+}
+
 static void test_files(void) {
     err e;
     gguf_file *f = NULL;
@@ -381,6 +396,7 @@ int main(void) {
     test_split_count_zero_refused_from_memory();
     test_split_count_of_wrong_type_read_uninitialized_flag();
     test_no_tensors_null_pointer_arithmetic();
+    test_without_err();
     test_files();
     return check_report("test_gguf_bad");
 }

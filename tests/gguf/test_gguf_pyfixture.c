@@ -2,14 +2,16 @@
  * gguf-py's own GGUFWriter (scripts/gen_gguf_fixtures.py, which lists the same content): we read it and
  * check every key, type and value, and every tensor's shape, type, offset and bytes (Q8_0 blocks decoded
  * by hand: the script chose values that quantize exactly). Then our writer writes the same content from
- * scratch to /tmp/llm170_gguf_c_written.gguf, which must equal the fixture byte for byte (same key order,
- * padding and data layout); `python3 scripts/gen_gguf_fixtures.py --check` reads that file with gguf-py's
- * GGUFReader. */
+ * scratch, which must equal the fixture byte for byte (same key order, padding and data layout); the copy
+ * is left at /tmp/llm170_gguf_c_written.gguf for `python3 scripts/gen_gguf_fixtures.py --check`, which reads
+ * it with gguf-py's GGUFReader. (Written under a unique name and renamed there, so that test runs from
+ * several build folders at once cannot interleave their writes.) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fp16.h"
 #include "check.h"
@@ -137,7 +139,7 @@ static void check_fixture(const gguf_file *f) {
 }
 
 /* The same content, written by our writer from scratch (not copied from the fixture). */
-static int write_ours(err *e) {
+static int write_ours(const char *path, err *e) {
     gguf_writer *w = gguf_writer_new();
     int rc = 0;
     rc |= gguf_writer_set_str(w, "general.architecture", "llama");
@@ -203,7 +205,7 @@ static int write_ours(err *e) {
     if (!(rc = gguf_writer_add_tensor(w, "t.f32", QT_F32, 2, ne_f32, f32, e)) &&
         !(rc = gguf_writer_add_tensor(w, "t.f16", QT_F16, 1, ne_f16, f16, e)) &&
         !(rc = gguf_writer_add_tensor(w, "t.q8_0", QT_Q8_0, 2, ne_q8, q8, e)))
-        rc = gguf_writer_write(w, OURS, e);
+        rc = gguf_writer_write(w, path, e);
     gguf_writer_free(w);
     return rc;
 }
@@ -231,22 +233,25 @@ int main(void) {
     if (rc) return check_report("test_gguf_pyfixture");
     check_fixture(f);
 
-    rc = write_ours(&e);
+    char ours[64];
+    snprintf(ours, sizeof ours, "%s.%d", OURS, (int)getpid());
+    rc = write_ours(ours, &e);
     CHECKF(rc == 0, "%s", e.msg);
     gguf_file *g = NULL;
-    CHECKF(rc == 0 && gguf_open(&g, OURS, &e) == 0, "%s", e.msg);
+    CHECKF(rc == 0 && gguf_open(&g, ours, &e) == 0, "%s", e.msg);
     if (g) {
         check_fixture(g); /* our writer's copy passes the same checks */
         gguf_close(g);
     }
     size_t na = 0, nb = 0;
-    uint8_t *a = slurp(FIXTURE, &na), *b = slurp(OURS, &nb);
+    uint8_t *a = slurp(FIXTURE, &na), *b = slurp(ours, &nb);
     size_t first = 0;
     while (a && b && first < na && first < nb && a[first] == b[first]) first++;
     CHECKF(a && b && na == nb && first == na, "our writer's file differs from gguf-py's at byte %zu (sizes %zu, %zu)",
            first, na, nb);
     free(a);
     free(b);
+    CHECKF(rename(ours, OURS) == 0, "rename %s to %s", ours, OURS);
     gguf_close(f);
     return check_report("test_gguf_pyfixture");
 }

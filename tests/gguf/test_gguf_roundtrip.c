@@ -50,6 +50,12 @@ static int fill_fails(void *ctx, void *buf, uint64_t offset, uint64_t nbytes, er
     return err_set(e, ERR_IO, "source went away");
 }
 
+/* returns an error but sets no message */
+static int fill_fails_silently(void *ctx, void *buf, uint64_t offset, uint64_t nbytes, err *e) {
+    (void)ctx, (void)buf, (void)offset, (void)nbytes, (void)e;
+    return 1;
+}
+
 static float f32_data[24];
 static uint16_t f16_data[16];
 static uint8_t q8_data[2 * 2 * 34], q4k_data[144];
@@ -320,6 +326,13 @@ static void test_fill_callback(void) {
     gguf_writer_free(w);
     char tmp[160];
     snprintf(tmp, sizeof tmp, "%s.tmp", pathbig);
+    CHECK(access(pathbig, F_OK) != 0 && access(tmp, F_OK) != 0);
+
+    w = gguf_writer_new();
+    CHECK(gguf_writer_add_tensor_fill(w, "quiet", QT_I8, 1, ne, fill_fails_silently, NULL, &e) == 0);
+    CHECK(gguf_writer_write(w, pathbig, &e) == ERR_IO && contains(e.msg, "quiet") &&
+          contains(e.msg, "failed without a message"));
+    gguf_writer_free(w);
     CHECK(access(pathbig, F_OK) != 0 && access(tmp, F_OK) != 0);
 }
 

@@ -249,6 +249,8 @@ static void check_param_counts(void) {
                want[i].params);
         if (!strcmp(p->name, "qwen35-27b")) /* spec 5.2: a Q4_K_M file of about 16.5 GB (+-5%) */
             CHECKF(fabs((double)plan.n_bytes / 16.5e9 - 1) < 0.05, "27b q4_k_m: %.3f GB", 1e-9 * (double)plan.n_bytes);
+        if (!strcmp(p->name, "llama-8b")) /* published Llama-3.1-8B-Instruct Q4_K_M files: 4.92 GB */
+            CHECKF(fabs((double)plan.n_bytes / 4.92e9 - 1) < 0.01, "8b q4_k_m: %.3f GB", 1e-9 * (double)plan.n_bytes);
         synth_plan_free(&plan);
     }
 }

@@ -1,0 +1,105 @@
+/* refio: reads llm170 golden reference files ("L170REF1", written by scripts/fixtures/refio.py, which
+ * documents the layout): a token stream, logits at every position, and named extra records.
+ * The whole file is read into memory; every size is checked against the bytes present. */
+#ifndef LLM170_TESTS_REFIO_H
+#define LLM170_TESTS_REFIO_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ref_record {
+    char name[64];
+    uint32_t dtype; /* 0 f32, 1 i32 */
+    uint32_t ndim, dims[4];
+    const void *data;
+} ref_record;
+
+typedef struct ref_file {
+    char arch[17];
+    uint32_t n_vocab, n_embd, n_prompt, n_gen, n_records;
+    const int32_t *tokens;  /* n_prompt + n_gen */
+    const float *logits;    /* (n_prompt + n_gen) x n_vocab */
+    ref_record rec[32];
+    unsigned char *buf;
+} ref_file;
+
+static inline const ref_record *ref_find(const ref_file *r, const char *name) {
+    for (uint32_t i = 0; i < r->n_records; i++)
+        if (!strcmp(r->rec[i].name, name)) return &r->rec[i];
+    return NULL;
+}
+
+/* Returns 0, or -1 with a message on stderr. */
+static inline int ref_read(ref_file *r, const char *path) {
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open (regenerate with scripts/fixtures/make_qwen35_fixtures.py)\n", path);
+        return -1;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    r->buf = malloc((size_t)size);
+    if (!r->buf || fread(r->buf, 1, (size_t)size, f) != (size_t)size) {
+        fclose(f);
+        fprintf(stderr, "%s: read failed\n", path);
+        return -1;
+    }
+    fclose(f);
+    const unsigned char *p = r->buf;
+    uint32_t version, hdr;
+    if (size < 64 || memcmp(p, "L170REF1", 8)) goto bad;
+    memcpy(&version, p + 8, 4);
+    memcpy(&hdr, p + 12, 4);
+    if (version != 1 || hdr != 64) {
+        fprintf(stderr, "%s: reference format version %u, this test reads version 1\n", path, version);
+        return -1;
+    }
+    memcpy(r->arch, p + 16, 16);
+    memcpy(&r->n_vocab, p + 32, 4);
+    memcpy(&r->n_embd, p + 36, 4);
+    memcpy(&r->n_prompt, p + 40, 4);
+    memcpy(&r->n_gen, p + 44, 4);
+    memcpy(&r->n_records, p + 48, 4);
+    uint64_t n = r->n_prompt + r->n_gen, off = 64;
+    if (r->n_records > 32 || off + n * 4 + n * r->n_vocab * 4 > (uint64_t)size) goto bad;
+    r->tokens = (const int32_t *)(p + off);
+    off += n * 4;
+    r->logits = (const float *)(p + off);
+    off += n * r->n_vocab * 4;
+    for (uint32_t i = 0; i < r->n_records; i++) {
+        ref_record *rc = &r->rec[i];
+        uint32_t len;
+        if (off + 4 > (uint64_t)size) goto bad;
+        memcpy(&len, p + off, 4);
+        off += 4;
+        if (len >= sizeof rc->name || off + len > (uint64_t)size) goto bad;
+        memcpy(rc->name, p + off, len);
+        off += (len + 3) / 4 * 4;
+        if (off + 8 > (uint64_t)size) goto bad;
+        memcpy(&rc->dtype, p + off, 4);
+        memcpy(&rc->ndim, p + off + 4, 4);
+        off += 8;
+        if (rc->ndim < 1 || rc->ndim > 4 || off + 4 * rc->ndim > (uint64_t)size) goto bad;
+        uint64_t count = 1;
+        for (uint32_t d = 0; d < rc->ndim; d++) {
+            memcpy(&rc->dims[d], p + off, 4);
+            off += 4;
+            count *= rc->dims[d];
+        }
+        if (off + count * 4 > (uint64_t)size) goto bad;
+        rc->data = p + off;
+        off += count * 4;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "%s: malformed reference file\n", path);
+    return -1;
+}
+
+static inline void ref_free(ref_file *r) { free(r->buf); }
+
+#endif

@@ -1,0 +1,147 @@
+/* Golden test against an outside reference: tiny random Qwen3.5 models (qwen35 and qwen35moe) built with
+ * HF transformers, converted to GGUF by llama.cpp's own convert_hf_to_gguf.py (F16, Q8_0) and
+ * llama-quantize (Q4_K_M); reference = transformers' float32 logits at every position of a 64-token
+ * prompt and its 32-token greedy continuation, plus two prompts decoded as a batch and the MTP block's
+ * logits (the MTP reference is our own plain-torch code from the spec: transformers has no MTP).
+ * Fixtures and how to regenerate them: tests/models/README.md.
+ *
+ * Error measure: per position, max_i |ours_i - ref_i| / max_i |ref_i|; the worst position is reported.
+ * Tolerances: F16 weights on the exact f32 path: 1e-4 (the issue's bound); on the fast path (activations
+ * rounded to f16 for the F16 dot product): 1e-2. The greedy stream must equal the reference token for
+ * token. The MoE model's fast path is not compared: f16 activation rounding flips a near-tied router
+ * choice at one position of this random model, which moves that position's logits by ~0.3.
+ * Q8_0 / Q4_K_M files are not compared with the float reference: on these tiny random models weight
+ * rounding alone (our exact path on the quantized file) moves logits by 10-97% of their range; they need
+ * a reference computed on the dequantized weights. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "llm170.h"
+#include "models/refio.h"
+
+typedef struct golden_case {
+    const char *arch, *quant;
+    bool exact;
+    float tol;
+} golden_case;
+
+static const golden_case cases[] = {
+    {"qwen35", "f16", true, 1e-4f},
+    {"qwen35", "f16", false, 1e-2f},
+    {"qwen35moe", "f16", true, 1e-4f},
+};
+
+static float row_err(const float *ours, const float *ref, int n) {
+    float num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        float d = fabsf(ours[i] - ref[i]);
+        if (!(d <= num)) num = d; /* NaN propagates */
+        if (fabsf(ref[i]) > den) den = fabsf(ref[i]);
+    }
+    return num / (den > 0 ? den : 1);
+}
+
+static void run_case(const golden_case *gc, const ref_file *r) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/models/fixtures/%s-%s.gguf", gc->arch, gc->quant);
+    llm170_model *m = NULL;
+    llm170_model_params mp = {.n_threads = 2, .exact = gc->exact};
+    if (llm170_model_load(path, &mp, &m)) {
+        CHECKF(0, "%s: %s", path, llm170_last_error());
+        return;
+    }
+    int V = (int)r->n_vocab, P = (int)r->n_prompt, G = (int)r->n_gen, N = P + G;
+    CHECK(llm170_model_n_vocab(m) == V);
+    llm170_context *c = NULL;
+    llm170_context_params cp = {.n_seq = 2, .n_ctx = 128, .n_batch = 512};
+    CHECK(llm170_context_new(m, &cp, &c) == 0);
+
+    /* 1. logits at every position of prompt + reference stream, one pass */
+    llm170_seq_batch all = {.seq = 0, .n_tokens = N, .tokens = r->tokens, .all_logits = true};
+    CHECK(llm170_decode(c, &all, 1) == 0);
+    float worst = 0;
+    int worst_at = 0;
+    for (int t = 0; t < N; t++) {
+        float e = row_err(llm170_logits(c, t), r->logits + (size_t)t * V, V);
+        if (!(e <= worst)) worst = e, worst_at = t;
+    }
+    /* 2. MTP: row t = (our final-normed hidden at t, token t+1) vs the reference MTP logits */
+    const ref_record *mtp = ref_find(r, "mtp.logits");
+    float mtp_worst = 0;
+    if (mtp && mtp->dims[0] == (uint32_t)(N - 1)) {
+        int n = N - 1, C = llm170_model_n_embd(m);
+        float *hid = malloc(sizeof(float) * (size_t)n * C), *ml = malloc(sizeof(float) * (size_t)n * V);
+        for (int t = 0; t < n; t++) memcpy(hid + (size_t)t * C, llm170_hidden(c, t), sizeof(float) * C);
+        CHECKF(llm170_mtp_decode(c, 1, hid, r->tokens + 1, n, ml) == 0, "mtp: %s", llm170_last_error());
+        for (int t = 0; t < n; t++) {
+            float e = row_err(ml + (size_t)t * V, (const float *)mtp->data + (size_t)t * V, V);
+            if (!(e <= mtp_worst)) mtp_worst = e;
+        }
+        free(hid);
+        free(ml);
+    } else {
+        CHECKF(0, "%s: mtp.logits record missing or of the wrong size", gc->arch);
+    }
+    /* 3. greedy: prefill the prompt, then 32 greedy steps */
+    llm170_seq_reset(c, 0);
+    llm170_sampler *s = NULL;
+    CHECK(llm170_sampler_new(m, NULL, &s) == 0);
+    llm170_seq_batch b = {.seq = 0, .n_tokens = P, .tokens = r->tokens};
+    int first_diff = -1;
+    int32_t tok = 0;
+    for (int i = 0; i < G; i++) {
+        CHECK(llm170_decode(c, &b, 1) == 0);
+        tok = llm170_sample(s, llm170_logits(c, 0));
+        if (tok != r->tokens[P + i] && first_diff < 0) first_diff = i;
+        tok = r->tokens[P + i]; /* keep following the reference stream */
+        b = (llm170_seq_batch){.seq = 0, .n_tokens = 1, .tokens = &tok};
+    }
+    /* 4. two other prompts as one batch of two sequences */
+    float batch_worst = 0;
+    const ref_record *bt[2] = {ref_find(r, "batch0.tokens"), ref_find(r, "batch1.tokens")};
+    const ref_record *bl[2] = {ref_find(r, "batch0.logits"), ref_find(r, "batch1.logits")};
+    if (bt[0] && bt[1] && bl[0] && bl[1]) {
+        llm170_seq_reset(c, 0);
+        llm170_seq_batch two[2];
+        for (int q = 0; q < 2; q++)
+            two[q] = (llm170_seq_batch){.seq = q, .n_tokens = (int)bt[q]->dims[0], .tokens = bt[q]->data, .all_logits = true};
+        CHECK(llm170_decode(c, two, 2) == 0);
+        for (int q = 0, row = 0; q < 2; q++)
+            for (uint32_t t = 0; t < bt[q]->dims[0]; t++, row++) {
+                float e = row_err(llm170_logits(c, row), (const float *)bl[q]->data + (size_t)t * V, V);
+                if (!(e <= batch_worst)) batch_worst = e;
+            }
+    } else {
+        CHECKF(0, "%s: batch records missing from the reference", gc->arch);
+    }
+    printf("%-9s %-6s %-5s logits max rel err %.2e (pos %d) | batch %.2e | mtp %.2e | greedy %s", gc->arch,
+           gc->quant, gc->exact ? "exact" : "fast", worst, worst_at, batch_worst, mtp_worst,
+           first_diff < 0 ? "identical" : "DIFFERS");
+    if (first_diff >= 0) printf(" at step %d", first_diff);
+    printf(" | tol %.0e\n", gc->tol);
+    CHECKF(mtp_worst <= gc->tol, "%s %s: MTP logits error %g > %g", gc->arch, gc->quant, mtp_worst, gc->tol);
+    CHECKF(worst <= gc->tol, "%s %s: logits error %g > %g", gc->arch, gc->quant, worst, gc->tol);
+    CHECKF(batch_worst <= gc->tol, "%s %s: batch error %g > %g", gc->arch, gc->quant, batch_worst, gc->tol);
+    CHECKF(first_diff < 0, "%s %s: greedy stream differs at step %d", gc->arch, gc->quant, first_diff);
+    llm170_sampler_free(s);
+    llm170_context_free(c);
+    llm170_model_free(m);
+}
+
+int main(void) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "tests/models/fixtures/%s.ref", cases[i].arch);
+        ref_file r;
+        if (ref_read(&r, path)) {
+            CHECKF(0, "cannot read %s", path);
+            continue;
+        }
+        run_case(&cases[i], &r);
+        ref_free(&r);
+    }
+    return check_report("test_qwen35_golden");
+}
