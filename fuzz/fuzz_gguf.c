@@ -44,7 +44,7 @@ static void walk_array(const gguf_array *a) {
 }
 
 static void walk(const gguf_file *f) {
-    err e;
+    err e = {0};
     char buf[64];
     for (uint64_t i = 0; i < gguf_n_kv(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
@@ -121,7 +121,7 @@ static void round_trip(const gguf_file *f) {
                  (int)getpid());
     gguf_writer *w = gguf_writer_new();
     if (!w) return;
-    err e;
+    err e = {0};
     for (uint64_t i = 0; i < gguf_n_kv(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
         if (gguf_writer_set_value(w, kv->key, &kv->value) != 0) abort();
@@ -159,9 +159,10 @@ static void round_trip(const gguf_file *f) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gguf_file *f;
-    err e;
-    if (gguf_open_memory(&f, data, size, &e) != 0) {
-        if (e.code >= 0 || e.msg[0] == 0) abort(); /* a failure must carry a code and a message */
+    err e = {0};
+    int rc = gguf_open_memory(&f, data, size, &e);
+    if (rc != 0) {
+        if (rc != e.code || e.msg[0] == 0 || f != NULL) abort(); /* a failure carries its code and a message */
         return 0;
     }
     walk(f);

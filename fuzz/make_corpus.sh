@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes the seed corpus of fuzz_gguf to fuzz/corpus/gguf/: a dozen small GGUF files, valid ones that
 # reach every value type, nesting, alignment and tensor path, and near-valid ones that stop at each kind
-# of check (version, truncation, overlap, unknown type, split). Hand-built bytes (Python's struct), so the
-# corpus does not depend on our own writer. Run from anywhere: fuzz/make_corpus.sh
+# of check (version, truncation, overlap, unknown type, split), plus the gguf-py fixture. Hand-built bytes
+# (Python's struct), so the corpus does not depend on our own writer. Run from anywhere: fuzz/make_corpus.sh
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)/corpus/gguf"
 mkdir -p "$out"
@@ -64,4 +64,6 @@ put("bad_split_count.gguf", gguf([kv("split.no", U16, 0), kv("split.count", U16,
     kv("split.tensors.count", I32, 1)], [tinfo("w", [8], 0, 0)], data=f32))
 put("bad_dup_key.gguf", gguf([kv("k", U8, 1), kv("k", U8, 2)]))
 PY
+# gguf-py's own output (every value type, nested arrays, alignment 64), from scripts/gen_gguf_fixtures.py
+cp "$out/../../../tests/gguf/fixtures/gguf_py_all_types.gguf" "$out/"
 ls -l "$out" | awk 'NR>1 {n++; s+=$5} END {print n " files, " s " bytes in corpus"}'

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/backend.h"
+#include "engine/cpu_ops.h"
 #include "engine/threadpool.h"
 #include "quant/quant.h"
 
@@ -209,9 +210,11 @@ static float *scratch(cpu *c, int64_t n) {
     return c->scratch;
 }
 
-static void cpu_attention(backend *b, const float *q, const float *k, const float *v, float *out,
-                          const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale) {
-    ref_attention(q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, scratch(impl(b), S));
+static void cpu_attention_op(backend *b, const float *q, const float *k, const float *v, float *out,
+                             const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale) {
+    cpu *c = impl(b);
+    int nt = pool_n_threads(c->pool);
+    cpu_attention(c->pool, scratch(c, (int64_t)nt * S), S, q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale);
 }
 
 static void cpu_conv1d_silu(backend *b, const float *x, float *state, const weight *w, float *y, int T, int Ch, int K) {
@@ -234,14 +237,11 @@ static void cpu_gdn_gates(backend *b, float *alpha_to_g, float *beta, const weig
 
 #define GDN_CHUNK 64
 
-static void cpu_gdn(backend *b, float *S, const float *q, const float *k, const float *v, const float *g,
+static void cpu_gdn_op(backend *b, float *S, const float *q, const float *k, const float *v, const float *g,
                     const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map) {
-    if (T == 1) {
-        ref_gdn_step(S, q, k, v, g, beta, o, Hk, Hv, Dk, Dv, map);
-        return;
-    }
-    ref_gdn_chunk(S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, GDN_CHUNK, map,
-                  scratch(impl(b), ref_gdn_chunk_scratch(GDN_CHUNK, Dk, Dv)));
+    cpu *c = impl(b);
+    float *sc = scratch(c, cpu_gdn_scratch(pool_n_threads(c->pool), GDN_CHUNK, Dk, Dv));
+    cpu_gdn(c->pool, sc, S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, GDN_CHUNK, map);
 }
 
 static void cpu_gated_norm(backend *b, float *o, const float *z, const weight *w, int T, int Hv, int Dv, float eps) {
@@ -273,10 +273,10 @@ static const backend_ops cpu_ops = {
     .sigmoid_mul = cpu_sigmoid_mul,
     .rope_neox = cpu_rope_neox,
     .l2_norm = cpu_l2_norm,
-    .attention = cpu_attention,
+    .attention = cpu_attention_op,
     .conv1d_silu = cpu_conv1d_silu,
     .gdn_gates = cpu_gdn_gates,
-    .gdn = cpu_gdn,
+    .gdn = cpu_gdn_op,
     .gated_norm = cpu_gated_norm,
 };
 

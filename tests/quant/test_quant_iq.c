@@ -12,6 +12,7 @@
  *      (b) floats quantized by the Q8_K / Q8_0 from_float; also over one block (a SIMD tail);
  *   5. from_float: exact round trips of inputs the format can hold, idempotence of TQ1_0/TQ2_0/Q1_0, and
  *      the round-trip error of normal data under a bound (measured value printed).
+ *   6. hand-made facts of the quantizers: ties, signed zeros, the E4M3 scale rounding.
  * Bit-exactness against gguf-py is test_quant_gguf_py.c's job (committed fixtures). */
 #include <math.h>
 #include <stdlib.h>
@@ -51,7 +52,8 @@ static float ue4m3(uint8_t u) { /* unsigned E4M3, bias 7; 0x7F (NaN) reads as 0 
 
 /* ---- random well-formed blocks: random payload bytes, sane scales ---- */
 
-static void random_blocks(enum qtype t, uint8_t *b, int64_t nb, rng *r) {
+/* edges: also draw MXFP4's extreme exponents (to_float only: their dot products overflow float) */
+static void random_blocks(enum qtype t, uint8_t *b, int64_t nb, bool edges, rng *r) {
     const size_t ts = tsize(t);
     for (size_t i = 0; i < (size_t)nb * ts; i++) b[i] = (uint8_t)rng_u64(r);
     for (int64_t i = 0; i < nb; i++, b += ts) {
@@ -59,8 +61,12 @@ static void random_blocks(enum qtype t, uint8_t *b, int64_t nb, rng *r) {
         switch (t) {
         case QT_TQ1_0: wr16(b + offsetof(block_tq1_0, d), d); break;
         case QT_TQ2_0: wr16(b + offsetof(block_tq2_0, d), d); break;
-        case QT_MXFP4: b[0] = (uint8_t)(118 + rng_u64(r) % 13); break;
-        case QT_NVFP4: for (int s = 0; s < 4; s++) b[s] = (uint8_t)(rng_u64(r) % 0x7F); break;
+        case QT_MXFP4: { /* one block in 4 takes an edge exponent: the subnormal scales 0, 1, or the top */
+            static const uint8_t edge[] = {0, 1, 2, 3, 251, 252}; /* 253 and up overflow 12 * scale */
+            b[0] = !edges || rng_u64(r) % 4 ? (uint8_t)(118 + rng_u64(r) % 13) : edge[rng_u64(r) % 6];
+            break;
+        }
+        case QT_NVFP4: for (int s = 0; s < 4; s++) b[s] = (uint8_t)(rng_u64(r) % 0x80); break;
         case QT_IQ1_M: /* d spread over the top nibbles of the 4 uint16 scales */
             for (int k = 0; k < 4; k++) {
                 uint8_t *sc = b + offsetof(block_iq1_m, scales) + 2 * k;
@@ -239,7 +245,7 @@ static void test_to_float(enum qtype t, rng *r) {
     const int64_t nb = N / blck(t);
     uint8_t *q = malloc((size_t)nb * tsize(t));
     float *y = malloc(N * sizeof(float));
-    random_blocks(t, q, nb, r);
+    random_blocks(t, q, nb, true, r);
     ops_of(t)->to_float(q, y, N);
     int nonfinite = 0, wrong = 0, odd = 0, first = -1;
     for (int64_t i = 0; i < N; i++) {
@@ -312,7 +318,7 @@ static void test_vec_dot(enum qtype t, rng *r) {
     const int64_t nb = N / blck(t);
     uint8_t *qx = malloc((size_t)nb * tsize(t));
     float *xf = malloc(N * sizeof(float)), *yf = malloc(N * sizeof(float)), *a = malloc(N * sizeof(float));
-    random_blocks(t, qx, nb, r);
+    random_blocks(t, qx, nb, false, r);
     o->to_float(qx, xf, N);
 
     void *qy = handmade_q8(vt, yf, r);
@@ -393,6 +399,44 @@ static void test_from_float(enum qtype t, double rmse_bound, rng *r) {
     free(q), free(x), free(y);
 }
 
+/* ---- 6. hand-made facts ---- */
+
+static void test_facts(void) {
+    /* Q1_0: bit set for x >= 0, so +0 and -0 both read back as +d; d = mean |x| */
+    float x[QK_K];
+    for (int j = 0; j < QK1_0; j++) x[j] = j % 4 == 0 ? 0.0f : j % 4 == 1 ? -0.0f : j % 4 == 2 ? -2.0f : 2.0f;
+    block_q1_0 q1;
+    ops_of(QT_Q1_0)->from_float(x, &q1, QK1_0);
+    CHECKF(q1.qs[0] == 0xBB && fp16_to_f32(q1.d) == 1.0f, "Q1_0: qs[0] %#x (want 0xbb), d %g (want 1)", q1.qs[0],
+           fp16_to_f32(q1.d));
+
+    /* TQ2_0: x / max rounds half away from zero: +-max/2 -> +-1; just under -> 0 */
+    for (int j = 0; j < QK_K; j++) x[j] = 0.0f;
+    x[0] = 2.0f, x[1] = 1.0f, x[2] = -1.0f, x[3] = 0.99f;
+    block_tq2_0 q2;
+    ops_of(QT_TQ2_0)->from_float(x, &q2, QK_K);
+    CHECKF((q2.qs[0] & 3) == 2 && (q2.qs[1] & 3) == 2 && (q2.qs[2] & 3) == 0 && (q2.qs[3] & 3) == 1 && fp16_to_f32(q2.d) == 2.0f,
+           "TQ2_0 ties: t = %d %d %d %d (want 2 2 0 1), d %g", q2.qs[0] & 3, q2.qs[1] & 3, q2.qs[2] & 3,
+           q2.qs[3] & 3, fp16_to_f32(q2.d));
+
+    /* MXFP4: max 6 -> e = floor(log2 6) - 2 + 127 = 127, halved scale 0.5; ties take the lower code */
+    for (int j = 0; j < QK_MXFP4; j++) x[j] = 0.0f;
+    x[0] = 6.0f, x[1] = 5.0f, x[2] = -5.0f, x[3] = 0.25f, x[4] = -0.25f, x[5] = -6.0f;
+    block_mxfp4 qm;
+    ops_of(QT_MXFP4)->from_float(x, &qm, QK_MXFP4);
+    CHECKF(qm.e == 127, "MXFP4: e = %d, want 127", qm.e);
+    static const uint8_t want_m[6] = {7, 6, 14, 0, 0, 15};
+    for (int j = 0; j < 6; j++)
+        CHECKF((qm.qs[j] & 15) == want_m[j], "MXFP4: value %g -> code %d, want %d", x[j], qm.qs[j] & 15, want_m[j]);
+
+    /* NVFP4: scale = max / 6 in unsigned E4M3, mantissa rounded half up: 1.0625 -> 1.125 = 0x39 */
+    for (int j = 0; j < QK_NVFP4; j++) x[j] = 0.0f;
+    x[0] = 6.0f * 1.0625f;
+    block_nvfp4 qn;
+    ops_of(QT_NVFP4)->from_float(x, &qn, QK_NVFP4);
+    CHECKF(qn.d[0] == 0x39 && qn.d[1] == 0, "NVFP4: scale bytes %#x %#x, want 0x39 0", qn.d[0], qn.d[1]);
+}
+
 int main(void) {
     rng r;
     rng_seed(&r, 170);
@@ -410,5 +454,8 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
         if (ops_of(q[i].t) && ops_of(q[i].t)->from_float) test_from_float(q[i].t, q[i].bound, &r);
+    if (ops_of(QT_Q1_0)->from_float && ops_of(QT_TQ2_0)->from_float && ops_of(QT_MXFP4)->from_float &&
+        ops_of(QT_NVFP4)->from_float)
+        test_facts();
     return check_report("test_quant_iq");
 }

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "tokenizer/tokenizer.h"
@@ -57,7 +58,7 @@ static void fixture_free(fixture *f) {
     free(f->merge_lens);
 }
 
-static int n_tests_total, n_match_total, n_roundtrip_total;
+static int n_tests_total, n_match_total, n_roundtrip_total, n_gguf_total;
 
 static void run_test(const tokenizer *t, const fixture *f, char *line) {
     char *save;
@@ -112,7 +113,7 @@ static void run_fixture(const char *path) {
     f.spec = tok_spec_default();
     char *line = NULL;
     size_t cap = 0;
-    tokenizer *t = NULL;
+    tokenizer *t = NULL, *tg = NULL;
     int n_tests_here = 0, match_before = n_match_total;
     while (getline(&line, &cap, fp) > 0) {
         char *sp = strchr(line, ' ');
@@ -179,6 +180,21 @@ static void run_fixture(const char *path) {
                 int rc = tok_create(&t, &f.spec, &e);
                 CHECKF(rc == 0, "%s: tok_create: %s", f.name, e.msg);
                 if (rc) break;
+                /* where the real GGUF is committed too, the same tests run through tok_load_gguf */
+                char gp[600];
+                snprintf(gp, sizeof gp, "%.*s.gguf", (int)(strlen(path) - 7), path);
+                gguf_file *g = NULL;
+                if (!access(gp, R_OK)) {
+                    CHECKF(gguf_open(&g, gp, &e) == 0, "%s: %s", gp, e.msg);
+                    if (g) CHECKF(tok_load_gguf(&tg, g, &e) == 0, "%s: %s", gp, e.msg);
+                    gguf_close(g);
+                }
+            }
+            if (tg) {
+                char *copy = strdup(rest);
+                run_test(tg, &f, copy);
+                free(copy);
+                n_gguf_total++;
             }
             run_test(t, &f, rest);
             n_tests_here++;
@@ -187,6 +203,7 @@ static void run_fixture(const char *path) {
     printf("  %-16s %-6s %-16s %d/%d tests identical\n", f.name, f.model, f.pre[0] ? f.pre : "-",
            n_match_total - match_before, n_tests_here);
     tok_free(t);
+    tok_free(tg);
     free(line);
     fclose(fp);
     fixture_free(&f);
@@ -213,7 +230,7 @@ int main(void) {
         run_fixture(path);
         free(names[i]);
     }
-    printf("%d vocabularies, %d tests: %d ids identical to the reference, %d round trips exact\n", nn,
-           n_tests_total, n_match_total, n_roundtrip_total);
+    printf("%d vocabularies, %d tests (%d of them through a full GGUF vocabulary): %d ids identical to the "
+           "reference, %d round trips exact\n", nn, n_tests_total, n_gguf_total, n_match_total, n_roundtrip_total);
     return check_report("test_tok_vocabs");
 }

@@ -1,0 +1,25 @@
+/* cpu_ops: the CPU backend's fast kernels for the sequence-mixing ops (internal to src/engine/). Same
+ * contracts as their references in ops_ref.h; they differ from them only by float summation order. */
+#ifndef LLM170_ENGINE_CPU_OPS_H
+#define LLM170_ENGINE_CPU_OPS_H
+
+#include <stdint.h>
+
+#include "engine/ops_ref.h"
+#include "engine/threadpool.h"
+
+/* Scratch floats cpu_gdn needs for n_threads threads. */
+int64_t cpu_gdn_scratch(int n_threads, int chunk, int Dk, int Dv);
+
+/* ref_gdn_step (T == 1) or ref_gdn_chunk (T > 1, chunks of `chunk`), value heads split over the pool. */
+void cpu_gdn(threadpool *pool, float *scratch, float *S, const float *q, const float *k, const float *v,
+             const float *g, const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, int chunk,
+             enum gdn_head_map map);
+
+/* ref_attention, (token, head) rows split over the pool; keys must be in ascending position order.
+ * scratch holds scratch_per >= S floats per thread. */
+void cpu_attention(threadpool *pool, float *scratch, int64_t scratch_per, const float *q, const float *k,
+                   const float *v, float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv,
+                   int D, float scale);
+
+#endif

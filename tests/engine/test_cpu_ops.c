@@ -1,0 +1,86 @@
+/* The CPU backend's fast kernels against their naive references (ops_ref.c) on fresh random inputs with
+ * awkward sizes, 1 and 3 threads: cpu_gdn (step and chunked) and cpu_attention. Tolerance: 1e-5 of the
+ * output range (they differ only in float summation order). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "check.h"
+#include "engine/cpu_ops.h"
+
+static float max_rel(const float *a, const float *b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= num)) num = d;
+        if (fabs(b[i]) > den) den = fabs(b[i]);
+    }
+    return (float)(num / (den > 0 ? den : 1));
+}
+
+static float *randn(rng *r, int64_t n, float s) {
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = s * rng_normal(r);
+    return x;
+}
+
+static void check_gdn(threadpool *pool, int T, int Hk, int Hv, int Dk, int Dv) {
+    rng r;
+    rng_seed(&r, (uint64_t)(T * 7 + Dk));
+    int64_t nqk = (int64_t)T * Hk * Dk, nv = (int64_t)T * Hv * Dv, nS = (int64_t)Hv * Dk * Dv;
+    float *q = randn(&r, nqk, 1), *k = randn(&r, nqk, 1), *v = randn(&r, nv, 1);
+    float *g = randn(&r, (int64_t)T * Hv, 1), *beta = randn(&r, (int64_t)T * Hv, 1);
+    for (int i = 0; i < T * Hv; i++) {
+        g[i] = -log1pf(expf(g[i]));
+        beta[i] = 1 / (1 + expf(-beta[i]));
+    }
+    ref_l2_norm(q, T, Hk, Dk, 1e-6f, 1 / sqrtf((float)Dk));
+    ref_l2_norm(k, T, Hk, Dk, 1e-6f, 1);
+    float *S1 = randn(&r, nS, 0.2f), *S2 = malloc(sizeof(float) * (size_t)nS);
+    memcpy(S2, S1, sizeof(float) * (size_t)nS);
+    float *o1 = malloc(sizeof(float) * (size_t)nv), *o2 = malloc(sizeof(float) * (size_t)nv);
+    float *rs = malloc(sizeof(float) * (size_t)ref_gdn_chunk_scratch(64, Dk, Dv));
+    float *cs = malloc(sizeof(float) * (size_t)cpu_gdn_scratch(pool_n_threads(pool), 64, Dk, Dv));
+    if (T == 1) ref_gdn_step(S1, q, k, v, g, beta, o1, Hk, Hv, Dk, Dv, GDN_HEADS_TILED);
+    else ref_gdn_chunk(S1, q, k, v, g, beta, o1, T, Hk, Hv, Dk, Dv, 64, GDN_HEADS_TILED, rs);
+    cpu_gdn(pool, cs, S2, q, k, v, g, beta, o2, T, Hk, Hv, Dk, Dv, 64, GDN_HEADS_TILED);
+    float eo = max_rel(o2, o1, nv), es = max_rel(S2, S1, nS);
+    printf("cpu_gdn T=%-3d Hk=%d Hv=%d Dk=%d Dv=%d threads=%d: out %.1e state %.1e\n", T, Hk, Hv, Dk, Dv,
+           pool_n_threads(pool), eo, es);
+    CHECKF(eo < 1e-5f && es < 1e-5f, "cpu_gdn T=%d: %g %g", T, eo, es);
+    free(q), free(k), free(v), free(g), free(beta), free(S1), free(S2), free(o1), free(o2), free(rs), free(cs);
+}
+
+static void check_attention(threadpool *pool, int T, int S, int Hq, int Hkv, int D) {
+    rng r;
+    rng_seed(&r, (uint64_t)(T + S));
+    float *q = randn(&r, (int64_t)T * Hq * D, 1), *k = randn(&r, (int64_t)S * Hkv * D, 1);
+    float *v = randn(&r, (int64_t)S * Hkv * D, 1);
+    float *o1 = malloc(sizeof(float) * (size_t)T * Hq * D), *o2 = malloc(sizeof(float) * (size_t)T * Hq * D);
+    int32_t *qpos = malloc(sizeof(int32_t) * (size_t)T), *kpos = malloc(sizeof(int32_t) * (size_t)S);
+    for (int s = 0; s < S; s++) kpos[s] = s;
+    for (int t = 0; t < T; t++) qpos[t] = S - T + t;
+    float *sc = malloc(sizeof(float) * (size_t)S * (size_t)pool_n_threads(pool));
+    ref_attention(q, k, v, o1, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), sc);
+    cpu_attention(pool, sc, S, q, k, v, o2, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D));
+    float e = max_rel(o2, o1, (int64_t)T * Hq * D);
+    printf("cpu_attention T=%d S=%d Hq=%d Hkv=%d D=%d: %.1e\n", T, S, Hq, Hkv, D, e);
+    CHECKF(e < 1e-5f, "cpu_attention: %g", e);
+    free(q), free(k), free(v), free(o1), free(o2), free(qpos), free(kpos), free(sc);
+}
+
+int main(void) {
+    int threads[] = {1, 3};
+    for (int i = 0; i < 2; i++) {
+        threadpool *p = pool_new(threads[i]);
+        check_gdn(p, 1, 2, 6, 60, 36);
+        check_gdn(p, 63, 2, 6, 60, 36);
+        check_gdn(p, 130, 3, 3, 32, 48);
+        check_attention(p, 1, 37, 6, 2, 60);
+        check_attention(p, 19, 19, 4, 4, 64);
+        check_attention(p, 5, 70, 8, 1, 36);
+        pool_free(p);
+    }
+    return check_report("test_cpu_ops");
+}
