@@ -60,7 +60,7 @@ static void fixture_free(fixture *f) {
 
 static int n_tests_total, n_match_total, n_roundtrip_total, n_gguf_total;
 
-static void run_test(const tokenizer *t, const fixture *f, char *line) {
+static bool run_test(const tokenizer *t, const fixture *f, char *line) {
     char *save;
     int flags = atoi(strtok_r(line, " ", &save));
     char *in;
@@ -78,7 +78,7 @@ static void run_test(const tokenizer *t, const fixture *f, char *line) {
     n_tests_total++;
     if (rc) {
         free(in);
-        return;
+        return false;
     }
     size_t first = 0;
     while (first < n && first < nw && ids[first] == want[first]) first++;
@@ -102,6 +102,7 @@ static void run_test(const tokenizer *t, const fixture *f, char *line) {
     }
     free(ids);
     free(in);
+    return same;
 }
 
 static void run_fixture(const char *path) {
@@ -114,7 +115,7 @@ static void run_fixture(const char *path) {
     char *line = NULL;
     size_t cap = 0;
     tokenizer *t = NULL, *tg = NULL;
-    int n_tests_here = 0, match_before = n_match_total;
+    int n_tests_here = 0, n_same_here = 0, n_gguf_here = 0, n_gguf_same = 0;
     while (getline(&line, &cap, fp) > 0) {
         char *sp = strchr(line, ' ');
         if (!sp) continue;
@@ -192,16 +193,19 @@ static void run_fixture(const char *path) {
             }
             if (tg) {
                 char *copy = strdup(rest);
-                run_test(tg, &f, copy);
+                n_gguf_same += run_test(tg, &f, copy);
                 free(copy);
                 n_gguf_total++;
+                n_gguf_here++;
             }
-            run_test(t, &f, rest);
+            n_same_here += run_test(t, &f, rest);
             n_tests_here++;
         }
     }
-    printf("  %-16s %-6s %-16s %d/%d tests identical\n", f.name, f.model, f.pre[0] ? f.pre : "-",
-           n_match_total - match_before, n_tests_here);
+    printf("  %-16s %-6s %-16s %d/%d tests identical", f.name, f.model, f.pre[0] ? f.pre : "-", n_same_here,
+           n_tests_here);
+    if (n_gguf_here) printf(" (and %d/%d through the full GGUF)", n_gguf_same, n_gguf_here);
+    putchar('\n');
     tok_free(t);
     tok_free(tg);
     free(line);
