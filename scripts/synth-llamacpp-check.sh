@@ -8,8 +8,11 @@
 #        LLAMA_BIN=llama.cpp bin folder    (default .cache/llamacpp/build-0.3.36-cpu/bin)
 #        SYNTH_DIR=where files are written (default .cache/synth; each is deleted after its run)
 #        THREADS=2  GEN=4  GEN_BIG=1 (tokens generated for presets over 10 GB)  TYPE=q4_k_m
-# Output: one markdown row per preset (file size, synth time, llama-bench pp/tg rows) on stdout, and the
-# full llama-bench logs in $SYNTH_DIR/logs/.
+#        MTP_MAX_GB=2 (qwen35* files up to this size also run llama-cli --spec-type draft-mtp, which
+#                      loads the MTP block blk.N.nextn.* with its shapes checked and drafts with it;
+#                      llama-bench skips MTP tensors; -c 512 keeps the KV cache small)
+# Output: one markdown row per preset and test (file size, synth time, llama-bench pp/tg rows, MTP
+# result) on stdout, and the full logs in $SYNTH_DIR/logs/.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LLM170=${LLM170:-$ROOT/build/llm170}
@@ -19,6 +22,7 @@ THREADS=${THREADS:-2}
 GEN=${GEN:-4}
 GEN_BIG=${GEN_BIG:-1}
 TYPE=${TYPE:-q4_k_m}
+MTP_MAX_GB=${MTP_MAX_GB:-2}
 PRESETS=("$@")
 [ ${#PRESETS[@]} -gt 0 ] || PRESETS=(tiny-llama tiny-qwen35 tiny-qwen35moe qwen35-0.8b llama-8b qwen35-9b qwen35-27b qwen35moe-35b-a3b)
 
@@ -26,8 +30,8 @@ PRESETS=("$@")
 [ -x "$LLAMA_BIN/llama-bench" ] || { echo "no llama-bench in $LLAMA_BIN (scripts/llamacpp-build.sh builds it)" >&2; exit 1; }
 mkdir -p "$SYNTH_DIR/logs"
 
-echo "| preset | file | synth s | llama-bench model | size | params | test | t/s |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| preset | file | synth s | llama-bench model | size | params | test | t/s | MTP draft |"
+echo "|---|---|---|---|---|---|---|---|---|"
 status=0
 for p in "${PRESETS[@]}"; do
     f="$SYNTH_DIR/$p-$TYPE.gguf"
@@ -37,28 +41,40 @@ for p in "${PRESETS[@]}"; do
         $1 == p { print $(2 * col - 4) }')
     avail_gb=$(df -P -BG "$SYNTH_DIR" | awk 'NR == 2 { sub("G", "", $4); print $4 }')
     if [ -n "$gb" ] && awk -v g="$gb" -v a="$avail_gb" 'BEGIN { exit !(g + 5 > a) }'; then
-        echo "| $p | skipped: needs ${gb} GB, ${avail_gb} GB free | | | | | | |"
+        echo "| $p | skipped: needs ${gb} GB, ${avail_gb} GB free | | | | | | | |"
         continue
     fi
     n=$GEN
     if [ -n "$gb" ] && awk -v g="$gb" 'BEGIN { exit !(g > 10) }'; then n=$GEN_BIG; fi
     t0=$(date +%s.%N)
     if ! "$LLM170" synth --preset "$p" --type "$TYPE" --out "$f" 2>"$SYNTH_DIR/logs/$p.synth.log"; then
-        echo "| $p | synth failed: $(tail -1 "$SYNTH_DIR/logs/$p.synth.log") | | | | | | |"
+        echo "| $p | synth failed: $(tail -1 "$SYNTH_DIR/logs/$p.synth.log") | | | | | | | |"
         status=1
         continue
     fi
     t1=$(date +%s.%N)
     size=$(stat -c %s "$f")
+    # MTP: llama-cli with the MTP drafter loads blk.N.nextn.* (shape-checked) and runs it
+    mtp="-"
+    if [[ $p == qwen35* || $p == tiny-qwen35* ]] && awk -v g="$gb" -v m="$MTP_MAX_GB" 'BEGIN { exit !(g <= m) }'; then
+        if timeout 600 "$LLAMA_BIN/llama-cli" -m "$f" --spec-type draft-mtp -c 512 -p hello -n 4 -t "$THREADS" \
+            --single-turn --no-warmup -v </dev/null >"$SYNTH_DIR/logs/$p.mtp.log" 2>&1 &&
+            grep -aq "mtp_h_input" "$SYNTH_DIR/logs/$p.mtp.log"; then
+            mtp="ok"
+        else
+            mtp="FAILED"
+            status=1
+        fi
+    fi
     log="$SYNTH_DIR/logs/$p.bench.log"
     if "$LLAMA_BIN/llama-bench" -m "$f" -p 16 -n "$n" -r 1 -t "$THREADS" -o md >"$log" 2>&1; then
         grep -E '^\| .*\| +(pp|tg)[0-9]+ ' "$log" | while IFS='|' read -r _ model msize params _backend _thr test tps _; do
-            printf '| %s | %.3f GB | %.1f | %s | %s | %s | %s | %s |\n' "$p" "$(awk -v s="$size" 'BEGIN { print s / 1e9 }')" \
+            printf '| %s | %.3f GB | %.1f | %s | %s | %s | %s | %s | %s |\n' "$p" "$(awk -v s="$size" 'BEGIN { print s / 1e9 }')" \
                 "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$(echo $model)" "$(echo $msize)" "$(echo $params)" \
-                "$(echo $test)" "$(echo $tps)"
+                "$(echo $test)" "$(echo $tps)" "$mtp"
         done
     else
-        echo "| $p | $(awk -v s="$size" 'BEGIN { printf "%.3f", s / 1e9 }') GB | | llama-bench FAILED: $(grep -m1 -iE 'error|failed' "$log") | | | | |"
+        echo "| $p | $(awk -v s="$size" 'BEGIN { printf "%.3f", s / 1e9 }') GB | | llama-bench FAILED: $(grep -m1 -iE 'error|failed' "$log") | | | | | $mtp |"
         status=1
     fi
     rm -f "$f"

@@ -9,6 +9,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_quant_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 int cmd_infer(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 

@@ -157,7 +157,7 @@ static void print_conditions(const bench_opts *o) {
         if (fgets(load, sizeof load, f)) load[strcspn(load, "\n")] = 0;
         fclose(f);
     }
-    printf("quant-bench: %s; compiler %s; single thread; %.0f MiB of weights per type in rows of %lld values; "
+    printf("quant-bench: %s; compiler %s; single thread; %g MiB of weights per type in rows of %lld values; "
            "median of %d passes; loadavg %s\n\n",
            model,
 #ifdef __VERSION__

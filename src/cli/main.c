@@ -31,6 +31,10 @@ static const command commands[] = {
      "--model M [--no-bos] [--no-parse-special] (--text S | --file F | --stdin) [--show]",
      "print the token ids of a text ([1, 2, 3]) or, with --show, id and piece per line"},
     {"detokenize", cmd_detokenize, "--model M [--no-special] 1,2,3", "print the text of token ids"},
+    {"template", cmd_template,
+     "(--model M | --template F.jinja | --builtin NAME) --messages CONV.json [--tools T.json] "
+     "[--add-generation-prompt] [--enable-thinking | --no-enable-thinking] [--bos TEXT] [--eos TEXT]",
+     "render a conversation with a chat template, exactly as transformers would"},
 };
 
 static int cmd_help(int argc, char **argv) {

@@ -63,11 +63,19 @@ typedef struct backend_ops {
     void (*copy_cols)(backend *b, float *dst, const float *src, int64_t rows, int64_t src_stride,
                       int64_t offset, int64_t n);
     void (*sigmoid_mul)(backend *b, float *y, const float *gate, int64_t n);     /* y *= sigmoid(gate) */
-    void (*rope_neox)(backend *b, float *x, const int32_t *pos, int T, int H, int D, int n_rot, float theta);
+    /* x[T][H][D] in place (see ref_rope); factors: an F32 weight of n_rot/2 divisors, or NULL */
+    void (*rope)(backend *b, float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
+                 const weight *factors);
+    /* y[T][N] += bias[N] (an F32 weight) */
+    void (*add_bias)(backend *b, float *y, const weight *bias, int T, int N);
+    void (*geglu)(backend *b, const float *g, const float *u, float *y, int64_t n); /* y = gelu_tanh(g) * u */
+    void (*scale)(backend *b, float *y, float s, int64_t n);                        /* y *= s */
     void (*l2_norm)(backend *b, float *x, int T, int H, int D, float eps, float scale);
-    /* attention of T queries over a sequence's cache of S positions (see ref_attention) */
+    /* attention of T queries over a sequence's cache of S positions (see ref_attention); window:
+     * sliding-window size, or ATTN_NO_WINDOW */
     void (*attention)(backend *b, const float *q, const float *k, const float *v, float *out,
-                      const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale);
+                      const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale,
+                      int window);
     void (*conv1d_silu)(backend *b, const float *x, float *state, const weight *w, float *y, int T, int Ch, int K);
     /* g[T][Hv] = ssm_a * softplus(alpha + dt_bias); beta[T][Hv] = sigmoid(beta_in); in place */
     void (*gdn_gates)(backend *b, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias,

@@ -190,9 +190,25 @@ static void cpu_sigmoid_mul(backend *b, float *y, const float *gate, int64_t n) 
     for (int64_t i = 0; i < n; i++) y[i] *= 1.0f / (1.0f + expf(-gate[i]));
 }
 
-static void cpu_rope_neox(backend *b, float *x, const int32_t *pos, int T, int H, int D, int n_rot, float theta) {
+static void cpu_rope(backend *b, float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
+                     const weight *factors) {
     (void)b;
-    ref_rope_neox(x, pos, T, H, D, n_rot, theta);
+    ref_rope(x, pos, T, H, D, rp, factors ? (const float *)factors->data : NULL);
+}
+
+static void cpu_add_bias(backend *b, float *y, const weight *bias, int T, int N) {
+    (void)b;
+    ref_add_bias(y, bias->data, T, N);
+}
+
+static void cpu_geglu(backend *b, const float *g, const float *u, float *y, int64_t n) {
+    (void)b;
+    ref_geglu(g, u, y, n);
+}
+
+static void cpu_scale(backend *b, float *y, float s, int64_t n) {
+    (void)b;
+    ref_scale(y, s, n);
 }
 
 static void cpu_l2_norm(backend *b, float *x, int T, int H, int D, float eps, float scale) {
@@ -211,10 +227,11 @@ static float *scratch(cpu *c, int64_t n) {
 }
 
 static void cpu_attention_op(backend *b, const float *q, const float *k, const float *v, float *out,
-                             const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale) {
+                             const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale,
+                             int window) {
     cpu *c = impl(b);
     int nt = pool_n_threads(c->pool);
-    cpu_attention(c->pool, scratch(c, (int64_t)nt * S), S, q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale);
+    cpu_attention(c->pool, scratch(c, (int64_t)nt * S), S, q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window);
 }
 
 static void cpu_conv1d_silu(backend *b, const float *x, float *state, const weight *w, float *y, int T, int Ch, int K) {
@@ -271,7 +288,10 @@ static const backend_ops cpu_ops = {
     .swiglu = cpu_swiglu,
     .copy_cols = cpu_copy_cols,
     .sigmoid_mul = cpu_sigmoid_mul,
-    .rope_neox = cpu_rope_neox,
+    .rope = cpu_rope,
+    .add_bias = cpu_add_bias,
+    .geglu = cpu_geglu,
+    .scale = cpu_scale,
     .l2_norm = cpu_l2_norm,
     .attention = cpu_attention_op,
     .conv1d_silu = cpu_conv1d_silu,

@@ -162,6 +162,7 @@ typedef struct att_job {
     const int32_t *qpos, *kpos;
     int T, S, Hq, Hkv, D;
     float scale;
+    int window;
     float *scratch;
     int64_t scratch_per;
 } att_job;
@@ -176,22 +177,24 @@ HOT static void att_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
         const float *qh = J->q + r * J->D;
         float *oh = J->out + r * J->D;
         float mx = -INFINITY;
-        int n = 0; /* keys are visible up to the first one past the query (kpos ascending) */
+        int lo = 0, n = 0; /* visible keys are [lo, n): kpos ascending, window behind the query */
         while (n < J->S && J->kpos[n] <= J->qpos[t]) n++;
-        for (int s = 0; s < n; s++) {
+        if (J->window > 0)
+            while (lo < n && J->qpos[t] - J->kpos[lo] >= J->window) lo++;
+        for (int s = lo; s < n; s++) {
             sc[s] = dot(qh, J->k + ((int64_t)s * J->Hkv + kvh) * J->D, J->D) * J->scale;
             mx = sc[s] > mx ? sc[s] : mx;
         }
         double sum = 0;
-        for (int s = 0; s < n; s++) sum += sc[s] = expf(sc[s] - mx);
+        for (int s = lo; s < n; s++) sum += sc[s] = expf(sc[s] - mx);
         memset(oh, 0, sizeof(float) * (size_t)J->D);
-        for (int s = 0; s < n; s++) axpy(oh, J->v + ((int64_t)s * J->Hkv + kvh) * J->D, (float)(sc[s] / sum), J->D);
+        for (int s = lo; s < n; s++) axpy(oh, J->v + ((int64_t)s * J->Hkv + kvh) * J->D, (float)(sc[s] / sum), J->D);
     }
 }
 
 void cpu_attention(threadpool *pool, float *scratch, int64_t scratch_per, const float *q, const float *k,
                    const float *v, float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv,
-                   int D, float scale) {
-    att_job J = {q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, scratch, scratch_per};
+                   int D, float scale, int window) {
+    att_job J = {q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window, scratch, scratch_per};
     pool_run(pool, (int64_t)T * Hq, 1, att_rows, &J);
 }

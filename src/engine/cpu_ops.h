@@ -20,6 +20,6 @@ void cpu_gdn(threadpool *pool, float *scratch, float *S, const float *q, const f
  * scratch holds scratch_per >= S floats per thread. */
 void cpu_attention(threadpool *pool, float *scratch, int64_t scratch_per, const float *q, const float *k,
                    const float *v, float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv,
-                   int D, float scale);
+                   int D, float scale, int window);
 
 #endif

@@ -28,6 +28,10 @@ int model_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, fl
     switch (m->arch) {
     case ARCH_QWEN35:
     case ARCH_QWEN35MOE: return qwen35_forward(m, kv, spans, n_spans, logits, hidden, e);
+    case ARCH_LLAMA:
+    case ARCH_QWEN2:
+    case ARCH_QWEN3: return llama_forward(m, kv, spans, n_spans, logits, hidden, e);
+    case ARCH_GEMMA3: return gemma3_forward(m, kv, spans, n_spans, logits, hidden, e);
     default: return err_set(e, ERR_UNSUPPORTED, "no forward for architecture %s", model_arch_name(m->arch));
     }
 }

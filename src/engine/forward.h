@@ -42,5 +42,9 @@ int qwen35_mtp_forward(model *m, kv_state *kv, int seq, const float *hidden, con
 /* Architecture forwards (model_forward dispatches). */
 int qwen35_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden,
                    err *e);
+int llama_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden,
+                  err *e);
+int gemma3_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden,
+                   err *e);
 
 #endif

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *arch_names[ARCH_COUNT] = {[ARCH_QWEN35] = "qwen35", [ARCH_QWEN35MOE] = "qwen35moe"};
+static const char *arch_names[ARCH_COUNT] = {[ARCH_QWEN35] = "qwen35", [ARCH_QWEN35MOE] = "qwen35moe",
+                                             [ARCH_LLAMA] = "llama",   [ARCH_QWEN2] = "qwen2",
+                                             [ARCH_QWEN3] = "qwen3",   [ARCH_GEMMA3] = "gemma3"};
 
 const char *model_arch_name(enum model_arch a) {
     return (unsigned)a < ARCH_COUNT ? arch_names[a] : "?";
@@ -20,6 +22,13 @@ int model_get_u32(model *m, const char *key, int *out, err *e) {
     if (v > (uint32_t)INT32_MAX) return err_set(e, ERR_RANGE, "%s = %u is out of range", full, v);
     *out = (int)v;
     return 0;
+}
+
+int model_get_f32(model *m, const char *key, float *out, bool required, err *e) {
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", model_arch_name(m->arch), key);
+    if (!required && !gguf_find_kv(m->gguf, full)) return 0;
+    return gguf_get_f32(m->gguf, full, out, e);
 }
 
 static void shape_str(char *buf, size_t cap, int n, const int64_t *ne) {
@@ -81,8 +90,13 @@ int model_load(model **out, const char *path, backend *be, err *e) {
     switch (m->arch) {
     case ARCH_QWEN35:
     case ARCH_QWEN35MOE: rc = qwen35_load(m, e); break;
+    case ARCH_LLAMA:
+    case ARCH_QWEN2:
+    case ARCH_QWEN3: rc = llama_load(m, e); break;
+    case ARCH_GEMMA3: rc = gemma3_load(m, e); break;
     default:
-        rc = err_set(e, ERR_UNSUPPORTED, "architecture '%s' is not supported (supported: qwen35, qwen35moe)", arch);
+        rc = err_set(e, ERR_UNSUPPORTED,
+                     "architecture '%s' is not supported (supported: qwen35, qwen35moe, llama, qwen2, qwen3, gemma3)", arch);
     }
     if (rc) goto fail;
     *out = m;

@@ -15,9 +15,9 @@
 #include "engine/backend.h"
 #include "gguf/gguf.h"
 
-enum model_arch { ARCH_QWEN35, ARCH_QWEN35MOE, ARCH_COUNT };
+enum model_arch { ARCH_QWEN35, ARCH_QWEN35MOE, ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_COUNT };
 
-/* "qwen35", "qwen35moe" */
+/* "qwen35", "qwen35moe", "llama", "qwen2", "qwen3", "gemma3" (the GGUF general.architecture values) */
 const char *model_arch_name(enum model_arch a);
 
 /* Hyperparameters; names follow the GGUF keys they come from. */
@@ -34,7 +34,12 @@ typedef struct hparams {
     int n_head_kv;         /* Hkv */
     int head_dim;          /* D (attention.key_length == value_length) */
     int n_rot;             /* rope.dimension_count */
-    float rope_theta;
+    float rope_theta;      /* rope.freq_base (gemma3: of the global layers) */
+    float rope_freq_scale; /* 1 / rope.scaling.factor (linear scaling); 1 = none */
+    float attn_scale;      /* softmax scale of q.k */
+    /* sliding-window attention (gemma3) */
+    int n_swa;             /* attention.sliding_window; 0 = none */
+    float rope_theta_swa;  /* rope.freq_base_swa of the sliding-window layers */
     int full_attn_interval;
     /* gated delta net */
     int ssm_conv;          /* K (ssm.conv_kernel) */
@@ -50,9 +55,16 @@ typedef struct hparams {
 /* One block's weights; members not used by the block's kind have data == NULL. Shapes in GGUF order
  * {in, out[, experts]}. */
 typedef struct layer {
-    bool is_gdn;            /* Gated DeltaNet mixer, else gated full attention */
+    bool is_gdn;            /* Gated DeltaNet mixer, else (gated) full attention */
+    bool is_swa;            /* sliding-window attention (gemma3's local layers) */
     weight attn_norm;       /* {C} */
-    weight post_attention_norm; /* {C} */
+    weight post_attention_norm; /* {C} qwen35: before the FFN; gemma3: on the attention output */
+    /* dense attention blocks (llama, qwen2, qwen3, gemma3) */
+    weight attn_q_bias;     /* {Hq*D} qwen2 (optional elsewhere) */
+    weight attn_k_bias, attn_v_bias; /* {Hkv*D} */
+    weight attn_output_bias; /* {C} optional */
+    weight ffn_norm;        /* {C} before the FFN */
+    weight post_ffw_norm;   /* {C} gemma3: on the FFN output */
     /* gated full attention */
     weight attn_q;          /* {C, 2*Hq*D}: per head [query | gate] */
     weight attn_k, attn_v;  /* {C, Hkv*D} */
@@ -91,6 +103,8 @@ typedef struct model {
     weight output_norm;  /* {C} */
     weight output;       /* {C, V}; == token_embd when tied */
     bool tied;
+    weight output_bias;  /* {V} optional (qwen2 files may carry one) */
+    weight rope_freqs;   /* {n_rot/2} optional: llama3 RoPE per-pair frequency divisors */
     layer *layers;       /* n_block */
 } model;
 
@@ -100,6 +114,8 @@ void model_free(model *m);
 
 /* Architecture loaders (model.c dispatches on general.architecture). */
 int qwen35_load(model *m, err *e);
+int llama_load(model *m, err *e);  /* llama, qwen2, qwen3 (llama.c) */
+int gemma3_load(model *m, err *e); /* gemma3.c */
 
 /* ---- shared loader helpers (model.c) ---- */
 /* Binds tensor `name` with exactly n_dims dims ne[0..n_dims) into w. required=false: an absent tensor
@@ -109,5 +125,7 @@ int model_bind(model *m, weight *w, const char *name, int n_dims, const int64_t 
 int model_require_f32(const weight *w, err *e);
 /* Reads "{arch}.{key}" as u32 into *out (required) */
 int model_get_u32(model *m, const char *key, int *out, err *e);
+/* Reads "{arch}.{key}" as f32 into *out; an absent key leaves *out unchanged when !required. */
+int model_get_f32(model *m, const char *key, float *out, bool required, err *e);
 
 #endif

@@ -16,20 +16,41 @@ void ref_rms_norm(const float *x, const float *w, float *y, int T, int C, float 
     }
 }
 
-void ref_rope_neox(float *x, const int32_t *pos, int T, int H, int D, int n_rot, float theta) {
-    int half = n_rot / 2;
+void ref_rope(float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp, const float *factors) {
+    int half = rp->n_rot / 2;
+    /* NORM pairs (2i, 2i+1); NEOX pairs (i, i + half) */
+    int stride = rp->mode == ROPE_NORM ? 2 : 1, other = rp->mode == ROPE_NORM ? 1 : half;
     for (int t = 0; t < T; t++)
         for (int h = 0; h < H; h++) {
             float *xh = x + ((int64_t)t * H + h) * D;
             for (int i = 0; i < half; i++) {
-                float freq = powf(theta, -2.0f * (float)i / (float)n_rot);
-                float ang = (float)pos[t] * freq;
+                float freq = powf(rp->theta, -2.0f * (float)i / (float)rp->n_rot);
+                if (factors) freq /= factors[i];
+                float ang = (float)pos[t] * rp->freq_scale * freq;
                 float c = cosf(ang), s = sinf(ang);
-                float a = xh[i], b = xh[i + half];
-                xh[i] = a * c - b * s;
-                xh[i + half] = a * s + b * c;
+                float *pa = xh + i * stride, *pb = pa + other;
+                float a = *pa, b = *pb;
+                *pa = a * c - b * s;
+                *pb = a * s + b * c;
             }
         }
+}
+
+void ref_add_bias(float *y, const float *b, int T, int N) {
+    for (int t = 0; t < T; t++)
+        for (int n = 0; n < N; n++) y[(int64_t)t * N + n] += b[n];
+}
+
+void ref_geglu(const float *g, const float *u, float *y, int64_t n) {
+    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+    for (int64_t i = 0; i < n; i++) {
+        float x = g[i];
+        y[i] = 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
+void ref_scale(float *y, float s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] *= s;
 }
 
 void ref_l2_norm(float *x, int T, int H, int D, float eps, float scale) {
@@ -43,7 +64,8 @@ void ref_l2_norm(float *x, int T, int H, int D, float eps, float scale) {
 }
 
 void ref_attention(const float *q, const float *k, const float *v, float *out, const int32_t *qpos,
-                   const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, float *scores) {
+                   const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, int window,
+                   float *scores) {
     int group = Hq / Hkv;
     for (int t = 0; t < T; t++)
         for (int h = 0; h < Hq; h++) {
@@ -52,7 +74,7 @@ void ref_attention(const float *q, const float *k, const float *v, float *out, c
             int kvh = h / group;
             float mx = -INFINITY;
             for (int s = 0; s < S; s++) {
-                if (kpos[s] > qpos[t]) {
+                if (kpos[s] > qpos[t] || (window > 0 && qpos[t] - kpos[s] >= window)) {
                     scores[s] = -INFINITY;
                     continue;
                 }

@@ -13,18 +13,43 @@
 /* y[T][C] = x / sqrt(mean(x^2) + eps) * w   (w may be NULL: no weight). y may alias x. */
 void ref_rms_norm(const float *x, const float *w, float *y, int T, int C, float eps);
 
-/* x[T][H][D] in place: NeoX ("rotate half") RoPE on the first n_rot dims of each head: pair (i, i+n_rot/2)
- * rotated by pos[t] * theta^(-2i/n_rot); dims n_rot..D pass through. */
-void ref_rope_neox(float *x, const int32_t *pos, int T, int H, int D, int n_rot, float theta);
+/* RoPE pairings. NORM rotates adjacent dims (2i, 2i+1): llama GGUFs (the converter permutes llama's q/k
+ * rows so this equals HF's rotate-half). NEOX rotates (i, i + n_rot/2): qwen2/qwen3/qwen35/gemma3. */
+enum rope_mode { ROPE_NORM, ROPE_NEOX };
+
+typedef struct rope_params {
+    enum rope_mode mode;
+    int n_rot;        /* dims rotated at the start of each head (even, <= D); the rest pass through */
+    float theta;      /* frequency base (rope.freq_base) */
+    float freq_scale; /* linear position scaling, 1 / rope.scaling.factor; 1 = none */
+} rope_params;
+
+/* x[T][H][D] in place: pair i (0 <= i < n_rot/2) of every head rotated by the angle
+ *   pos[t] * freq_scale * theta^(-2i/n_rot) / factors[i]
+ * factors: n_rot/2 per-pair divisors (llama3's rope_freqs), or NULL for all 1. */
+void ref_rope(float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp, const float *factors);
+
+/* y[T][N] += b[N] (a bias row added to every token) */
+void ref_add_bias(float *y, const float *b, int T, int N);
+
+/* y[n] = gelu(g) * u with gelu's tanh approximation (GeGLU; y may alias g or u) */
+void ref_geglu(const float *g, const float *u, float *y, int64_t n);
+
+/* y[n] *= s */
+void ref_scale(float *y, float s, int64_t n);
 
 /* x[T][H][D] in place: y = x / sqrt(sum(x^2) + eps) * scale, per head. */
 void ref_l2_norm(float *x, int T, int H, int D, float eps, float scale);
 
 /* Causal GQA softmax attention for T new queries at positions qpos[t] over S cached keys at positions
- * kpos[s]: key s is visible to query t iff kpos[s] <= qpos[t]. q[T][Hq][D], k/v[S][Hkv][D],
- * out[T][Hq][D]; query head h uses kv head h / (Hq/Hkv). scores is scratch of S floats. */
+ * kpos[s]: key s is visible to query t iff kpos[s] <= qpos[t] and, with a sliding window (window > 0),
+ * qpos[t] - kpos[s] < window (the query itself plus window-1 keys before it, as HF and llama.cpp
+ * count it); ATTN_NO_WINDOW sees the whole past. q[T][Hq][D], k/v[S][Hkv][D], out[T][Hq][D]; query
+ * head h uses kv head h / (Hq/Hkv). scores is scratch of S floats. */
+#define ATTN_NO_WINDOW 0
 void ref_attention(const float *q, const float *k, const float *v, float *out, const int32_t *qpos,
-                   const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, float *scores);
+                   const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, int window,
+                   float *scores);
 
 /* Depthwise causal conv1d with state, then SiLU. x[T][Ch] raw inputs; state[(K-1)][Ch] the previous
  * K-1 raw inputs (oldest first), updated to the last K-1 inputs; w[Ch][K] (w[ch][K-1] multiplies the

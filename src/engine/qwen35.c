@@ -247,8 +247,9 @@ static void attention_block(model *m, const layer *L, int il, kv_state *kv, cons
     op->matmul(be, &L->attn_v, 0, w->h, v, T);
     op->rms_norm_heads(be, q, &L->attn_q_norm, T, Hq, D, hp->eps);
     op->rms_norm_heads(be, k, &L->attn_k_norm, T, Hkv, D, hp->eps);
-    op->rope_neox(be, q, w->pos, T, Hq, D, hp->n_rot, hp->rope_theta);
-    op->rope_neox(be, k, w->pos, T, Hkv, D, hp->n_rot, hp->rope_theta);
+    rope_params rp = {ROPE_NEOX, hp->n_rot, hp->rope_theta, 1.0f};
+    op->rope(be, q, w->pos, T, Hq, D, &rp, NULL);
+    op->rope(be, k, w->pos, T, Hkv, D, &rp, NULL);
     float *att = qg; /* q and gate were copied out: reuse */
     int64_t kvrow = (int64_t)Hkv * D, qrow = (int64_t)Hq * D;
     for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++) {
@@ -257,7 +258,7 @@ static void attention_block(model *m, const layer *L, int il, kv_state *kv, cons
         op->copy(be, c->k[il] + past * kvrow, k + t0 * kvrow, n * kvrow);
         op->copy(be, c->v[il] + past * kvrow, v + t0 * kvrow, n * kvrow);
         op->attention(be, q + t0 * qrow, c->k[il], c->v[il], att + t0 * qrow, w->pos + t0, w->kpos, n, past + n, Hq,
-                      Hkv, D, 1.0f / sqrtf((float)D));
+                      Hkv, D, 1.0f / sqrtf((float)D), ATTN_NO_WINDOW);
     }
     op->sigmoid_mul(be, att, gate, (int64_t)T * qrow);
     op->matmul(be, &L->attn_output, 0, att, w->y, T);

@@ -61,6 +61,7 @@ static void SIMD_NAME(q2_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, co
     const block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         const __m128i s8 = _mm_loadu_si128((const __m128i *)x[b].scales);
         const __m128i sc8 = _mm_and_si128(s8, _mm_set1_epi8(15));
         const __m128i mn8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(15));
@@ -102,6 +103,7 @@ static void SIMD_NAME(q3_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, co
     const block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         const __m128i s8 = simd_q3_scales(x[b].scales);
         /* the -4 offset of every value: isum starts at -4 * sum_j sc_j * bsums_j */
         __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(),
@@ -139,6 +141,7 @@ static void SIMD_NAME(q4_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, co
     const block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         uint64_t sc8, mn8;
         simd_k4_unpack(x[b].scales, &sc8, &mn8);
         accm = simd_k4_mins(accm, mn8, &y[b], _cvtsh_ss(x[b].dmin));
@@ -160,6 +163,7 @@ static void SIMD_NAME(q5_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, co
     const __m256i sixteen = _mm256_set1_epi8(16);
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         uint64_t sc8, mn8;
         simd_k4_unpack(x[b].scales, &sc8, &mn8);
         accm = simd_k4_mins(accm, mn8, &y[b], _cvtsh_ss(x[b].dmin));
@@ -198,6 +202,7 @@ static void SIMD_NAME(q6_k_vec_dot_q8_k)(int64_t n, float *s, const void *vx, co
     const block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         const __m128i s8 = _mm_loadu_si128((const __m128i *)x[b].scales);
         /* the -32 offset of every value: isum starts at -32 * sum_j sc_j * bsums_j */
         __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(),
@@ -221,6 +226,7 @@ static void SIMD_NAME(iq4_xs_vec_dot_q8_k)(int64_t n, float *s, const void *vx, 
     const __m256i table = simd_iq4nl_table();
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         /* ls of sub-block ib: 4 bits from nibble ib of scales_l, 2 from bits 2ib of scales_h; pdep spreads
          * both into byte ib at once */
         uint32_t sl;
@@ -253,6 +259,7 @@ static inline __m256 simd_i8x8_ps(const int8_t *p) {
 static void SIMD_NAME(q4_k_to_float)(const void *vx, float *y, int64_t n) {
     const block_q4_K *x = vx;
     for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         uint64_t sc8, mn8;
         simd_k4_unpack(x[b].scales, &sc8, &mn8);
         uint8_t sc[8], mn[8];

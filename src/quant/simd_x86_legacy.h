@@ -98,6 +98,7 @@ static void SIMD_NAME(q4_0_vec_dot_q8_0)(int64_t n, float *s, const void *vx, co
     const __m256i eight = _mm256_set1_epi8(8);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK4_0; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i q = _mm256_sub_epi8(simd_nibbles_lo_hi(x[b].qs), eight);
         __m256i isum = simd_dot_s8s8(_mm256_setzero_si256(), q, simd_load32(y[b].qs));
         acc = simd_scale_acc(acc, isum, _cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d));
@@ -112,6 +113,7 @@ static void SIMD_NAME(q4_1_vec_dot_q8_1)(int64_t n, float *s, const void *vx, co
     __m256 acc = _mm256_setzero_ps();
     float summ = 0.0f;
     for (int64_t b = 0; b < n / QK4_1; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i isum = simd_dot_u8s8(_mm256_setzero_si256(), simd_nibbles_lo_hi(x[b].qs), simd_load32(y[b].qs));
         acc = simd_scale_acc(acc, isum, _cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d));
         summ += _cvtsh_ss(x[b].m) * _cvtsh_ss(y[b].s);
@@ -133,6 +135,7 @@ static void SIMD_NAME(q5_0_vec_dot_q8_0)(int64_t n, float *s, const void *vx, co
     const __m256i sixteen = _mm256_set1_epi8(16);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK5_0; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i q = _mm256_sub_epi8(simd_q5_values(x[b].qs, x[b].qh), sixteen); /* -16..15 */
         __m256i isum = simd_dot_s8s8(_mm256_setzero_si256(), q, simd_load32(y[b].qs));
         acc = simd_scale_acc(acc, isum, _cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d));
@@ -146,6 +149,7 @@ static void SIMD_NAME(q5_1_vec_dot_q8_1)(int64_t n, float *s, const void *vx, co
     __m256 acc = _mm256_setzero_ps();
     float summ = 0.0f;
     for (int64_t b = 0; b < n / QK5_1; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i q = simd_q5_values(x[b].qs, x[b].qh); /* 0..31: pairs within 31 * 128 * 2 */
         __m256i isum = simd_dot_u8s8(_mm256_setzero_si256(), q, simd_load32(y[b].qs));
         acc = simd_scale_acc(acc, isum, _cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d));
@@ -161,6 +165,7 @@ static void SIMD_NAME(q8_0_vec_dot_q8_0)(int64_t n, float *s, const void *vx, co
     const block_q8_0 *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK8_0; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i isum = simd_dot_s8s8(_mm256_setzero_si256(), simd_load32(x[b].qs), simd_load32(y[b].qs));
         acc = simd_scale_acc(acc, isum, _cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d));
     }
@@ -179,6 +184,7 @@ static void SIMD_NAME(iq4_nl_vec_dot_q8_0)(int64_t n, float *s, const void *vx, 
     const __m256i table = simd_iq4nl_table();
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK4_NL; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i q = _mm256_shuffle_epi8(table, simd_nibbles_lo_hi(x[b].qs)); /* |q| <= 127 */
         __m256i isum = simd_dot_s8s8(_mm256_setzero_si256(), q, simd_load32(y[b].qs));
         acc = simd_scale_acc(acc, isum, _cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d));
@@ -197,6 +203,7 @@ static inline __m256 simd_i8x8_scaled(__m128i q8, __m256 d) {
 static void SIMD_NAME(q4_0_to_float)(const void *vx, float *y, int64_t n) {
     const block_q4_0 *x = vx;
     for (int64_t b = 0; b < n / QK4_0; b++, y += QK4_0) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256 d = _mm256_set1_ps(_cvtsh_ss(x[b].d));
         __m256i q = _mm256_sub_epi8(simd_nibbles_lo_hi(x[b].qs), _mm256_set1_epi8(8));
         __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
@@ -211,6 +218,7 @@ static void SIMD_NAME(q4_0_to_float)(const void *vx, float *y, int64_t n) {
 static void SIMD_NAME(q8_0_to_float)(const void *vx, float *y, int64_t n) {
     const block_q8_0 *x = vx;
     for (int64_t b = 0; b < n / QK8_0; b++, y += QK8_0) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256 d = _mm256_set1_ps(_cvtsh_ss(x[b].d));
         for (int j = 0; j < QK8_0; j += 8) {
             _mm256_storeu_ps(y + j, simd_i8x8_scaled(_mm_loadl_epi64((const __m128i *)(x[b].qs + j)), d));

@@ -136,12 +136,17 @@ void tq2_0_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q8_K *y = vy;
     float sumf = 0.0f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        int32_t sumi = 0;
+        /* sum (t - 1) q8 taken as sum t q8 - sum q8: GCC 12 at -O2 with VNNI enabled (-mavxvnni,
+         * -mavx512vnni, so -march=native here) vectorizes the direct form into wrong sums. */
+        int32_t sumt = 0, sumq = 0;
         for (int c = 0; c < 2; c++)
             for (int l = 0; l < 4; l++)
-                for (int m = 0; m < 32; m++)
-                    sumi += (((x[i].qs[32 * c + m] >> (2 * l)) & 3) - 1) * y[i].qs[128 * c + 32 * l + m];
-        sumf += (float)sumi * (y[i].d * fp16_to_f32(x[i].d));
+                for (int m = 0; m < 32; m++) {
+                    const int8_t q8 = y[i].qs[128 * c + 32 * l + m];
+                    sumt += ((x[i].qs[32 * c + m] >> (2 * l)) & 3) * q8;
+                    sumq += q8;
+                }
+        sumf += (float)(sumt - sumq) * (y[i].d * fp16_to_f32(x[i].d));
     }
     *s = sumf;
 }

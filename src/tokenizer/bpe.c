@@ -56,13 +56,7 @@ static bpair heap_pop(bpair *h, size_t *n) {
 static const tok_merge *find_merge(const tokenizer *t, int32_t l, int32_t r) {
     if (l < 0 || r < 0 || !t->n_merges) return NULL;
     uint64_t key = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
-    uint64_t x = key;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    for (uint64_t i = x & t->merge_mask;; i = (i + 1) & t->merge_mask) {
+    for (uint64_t i = tok_hash_u64(key) & t->merge_mask;; i = (i + 1) & t->merge_mask) {
         const tok_merge *m = &t->merges[i];
         if (m->rank < 0) return NULL;
         if (m->key == key) return m;

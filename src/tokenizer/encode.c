@@ -170,6 +170,33 @@ static int cut_token(const tokenizer *t, const char *text, frag_list *l, int32_t
     return 0;
 }
 
+#define GRAM_MIN_TEXT 4096
+#define GRAM_BITS 23 /* 1 MiB of bits: ~12% of slots set by a 1 MB text */
+
+static uint32_t gram_hash(const char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return (v * 2654435761u) >> (32 - GRAM_BITS);
+}
+
+static uint64_t *gram_set(const char *text, size_t n) {
+    uint64_t *g = calloc((1u << GRAM_BITS) / 64, sizeof *g);
+    if (!g) return NULL; /* no filter: every token is searched, as without one */
+    for (size_t i = 0; i + 4 <= n; i++) {
+        uint32_t h = gram_hash(text + i);
+        g[h >> 6] |= 1ull << (h & 63);
+    }
+    return g;
+}
+
+static bool gram_maybe(const uint64_t *g, const char *tok, size_t n) {
+    for (size_t i = 0; i + 4 <= n; i++) {
+        uint32_t h = gram_hash(tok + i);
+        if (!(g[h >> 6] >> (h & 63) & 1)) return false;
+    }
+    return true;
+}
+
 /* ---- models -------------------------------------------------------------------------------------------- */
 
 typedef struct word_ctx {
@@ -197,6 +224,23 @@ static int escape_spaces(const char *s, size_t n, bool prefix, char **buf, size_
     return 0;
 }
 
+/* SentencePiece merges run over a whole fragment, so a long text makes one huge merge heap. When no token
+ * has U+2581 after another character (t->spm_word_split, checked at load; true of vocabularies trained
+ * with split_by_whitespace), no merge can cross the point before a U+2581 that follows a non-U+2581
+ * character, and the fragment is merged in independent pieces with the same result. */
+static int spm_segments(const tokenizer *t, const char *s, size_t n, tok_scratch *sc, tok_ids *out, err *e) {
+    if (!t->spm_word_split) return tok_spm_text(t, s, n, sc, out, e);
+    size_t start = 0;
+    for (size_t i = 1; i + 3 <= n; i++) {
+        if (memcmp(s + i, "\xE2\x96\x81", 3) || (i >= 3 && !memcmp(s + i - 3, "\xE2\x96\x81", 3))) continue;
+        int rc = tok_spm_text(t, s + start, i - start, sc, out, e);
+        if (rc) return rc;
+        start = i;
+        i += 2;
+    }
+    return tok_spm_text(t, s + start, n - start, sc, out, e);
+}
+
 int tok_encode(const tokenizer *t, const char *text, size_t len, unsigned flags, int32_t **ids, size_t *n_ids,
                err *e) {
     *ids = NULL;
@@ -209,11 +253,20 @@ int tok_encode(const tokenizer *t, const char *text, size_t len, unsigned flags,
     int rc = tok_utf8_sanitize(text, len, &clean, &clean_n, NULL, e);
     if (rc) return rc;
     if (clean_n && (rc = frag_insert(&fl, 0, (frag){0, clean_n, -1}, e))) goto done;
+    /* Vocabularies carry thousands of special tokens (Gemma: ~6k "<unusedN>"); searching a long text for
+     * each is slow. A token can only occur if each of its 4-byte windows occurs in the text, so a bit set
+     * of the text's hashed 4-grams rules most out in O(1) each (no false negatives: exactness is kept). */
+    uint64_t *grams = NULL;
+    if (clean_n >= GRAM_MIN_TEXT && t->n_special > 8) grams = gram_set(clean, clean_n);
     for (uint32_t i = 0; i < t->n_special && !rc; i++) {
         int32_t id = t->special[i];
         if (!(flags & TOK_PARSE_SPECIAL) && t->type[id] != TOK_TYPE_USER_DEFINED) continue;
+        size_t tn;
+        const char *tt = tok_text_of(t, id, &tn);
+        if (grams && !gram_maybe(grams, tt, tn)) continue;
         rc = cut_token(t, clean, &fl, id, e);
     }
+    free(grams);
     if (rc) goto done;
 
     bool add_special = flags & TOK_ADD_SPECIAL;
@@ -231,7 +284,7 @@ int tok_encode(const tokenizer *t, const char *text, size_t len, unsigned flags,
         size_t n = f.len;
         if (t->model == TOK_MODEL_SPM) {
             if (!(rc = escape_spaces(s, n, t->add_space_prefix && prev_special, &esc, &esc_cap, &n, e)))
-                rc = tok_spm_text(t, esc, n, &sc, &out, e);
+                rc = spm_segments(t, esc, n, &sc, &out, e);
         } else {
             if (t->escape_spaces) {
                 if ((rc = escape_spaces(s, n, false, &esc, &esc_cap, &n, e))) break;

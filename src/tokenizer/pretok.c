@@ -11,6 +11,7 @@
  * read-only afterwards (each split makes its own match data), so threads may share it. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,7 @@ static const pre_def PRE_DEFS[] = {
 
 struct tok_pretok {
     const pre_def *def;
+    char name[32]; /* canonical name (the tokenizer hands out a pointer to it) */
     pcre2_code *code[MAX_RULES];
     int n_rules;
 };
@@ -127,36 +129,39 @@ static bool name_in_list(const char *list, const char *name) {
     return false;
 }
 
-const char *tok_pre_names(void) {
-    static char buf[2048];
-    if (!buf[0]) {
-        size_t k = 0;
-        for (size_t i = 0; i < N_PRE_DEFS; i++)
-            for (const char *p = PRE_DEFS[i].names; *p && k + 3 < sizeof buf; p++) {
-                if (k && p == PRE_DEFS[i].names) buf[k++] = ',', buf[k++] = ' ';
-                buf[k++] = *p == '|' ? ',' : *p;
-                if (*p == '|') buf[k++] = ' ';
-            }
-        buf[k] = 0;
+/* Both lists are built once (pthread_once: tokenizers may be created from several threads). */
+static char all_names[2048], canon_names[1024];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void build_names(void) {
+    size_t k = 0, c = 0;
+    for (size_t i = 0; i < N_PRE_DEFS; i++) {
+        const char *nm = PRE_DEFS[i].names;
+        size_t len = strcspn(nm, "|");
+        if (c + len + 3 < sizeof canon_names) {
+            if (c) canon_names[c++] = ',', canon_names[c++] = ' ';
+            memcpy(canon_names + c, nm, len);
+            c += len;
+        }
+        for (const char *p = nm; *p && k + 3 < sizeof all_names; p++) {
+            if (k && p == nm) all_names[k++] = ',', all_names[k++] = ' ';
+            all_names[k++] = *p == '|' ? ',' : *p;
+            if (*p == '|') all_names[k++] = ' ';
+        }
     }
-    return buf;
+    all_names[k] = 0;
+    canon_names[c] = 0;
+}
+
+const char *tok_pre_names(void) {
+    pthread_once(&names_once, build_names);
+    return all_names;
 }
 
 /* The canonical names only (the first of each group), short enough for an error message. */
 static const char *canonical_names(void) {
-    static char buf[1024];
-    if (!buf[0]) {
-        size_t k = 0;
-        for (size_t i = 0; i < N_PRE_DEFS; i++) {
-            size_t len = strcspn(PRE_DEFS[i].names, "|");
-            if (k + len + 3 >= sizeof buf) break;
-            if (k) buf[k++] = ',', buf[k++] = ' ';
-            memcpy(buf + k, PRE_DEFS[i].names, len);
-            k += len;
-        }
-        buf[k] = 0;
-    }
-    return buf;
+    pthread_once(&names_once, build_names);
+    return canon_names;
 }
 
 int tok_pretok_new(tok_pretok **out, const char *name, const char **canonical, err *e) {
@@ -187,16 +192,11 @@ int tok_pretok_new(tok_pretok **out, const char *name, const char **canonical, e
         (void)pcre2_jit_compile(p->code[i], PCRE2_JIT_COMPLETE);
         p->n_rules = i + 1;
     }
-    if (canonical) {
-        static char names[N_PRE_DEFS][32];
-        size_t idx = (size_t)(def - PRE_DEFS);
-        const char *bar = strchr(def->names, '|');
-        size_t len = bar ? (size_t)(bar - def->names) : strlen(def->names);
-        if (len >= sizeof names[0]) len = sizeof names[0] - 1;
-        memcpy(names[idx], def->names, len);
-        names[idx][len] = 0;
-        *canonical = names[idx];
-    }
+    size_t len = strcspn(def->names, "|");
+    if (len >= sizeof p->name) len = sizeof p->name - 1;
+    memcpy(p->name, def->names, len);
+    p->name[len] = 0;
+    if (canonical) *canonical = p->name;
     *out = p;
     return 0;
 }

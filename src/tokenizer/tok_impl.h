@@ -39,11 +39,14 @@ struct tokenizer {
 
     int32_t byte_tok[256]; /* token for each raw byte (<0xNN> or byte-level char), -1 if none */
 
-    int32_t bos, eos, unk, eot, pad;
+    int32_t bos, eos, unk, eot, pad, eom;
+    int32_t eog[32]; /* end-of-generation ids (tok_is_eog) */
+    uint32_t n_eog;
     bool add_bos, add_eos, add_space_prefix;
     bool escape_spaces;  /* SPM-style: ' ' -> U+2581 before the model */
     bool byte_encode;    /* GPT-2 byte alphabet */
     bool ignore_merges;  /* a whole pre-token found in the vocabulary is taken as is (llama3, ...) */
+    bool spm_word_split; /* no token has U+2581 after another character: SPM may merge word by word */
     tok_pretok *pretok;
     const char *pre_name;
 };
@@ -54,6 +57,7 @@ static inline const char *tok_text_of(const tokenizer *t, int32_t id, size_t *le
 }
 
 uint64_t tok_hash_bytes(const char *s, size_t n);
+uint64_t tok_hash_u64(uint64_t x); /* merge-table key mixer */
 
 /* GPT-2 byte alphabet: the UTF-8 encoding (2 bytes at most) of the code point byte b maps to. */
 int tok_byte_to_utf8(uint8_t b, char out[2]);

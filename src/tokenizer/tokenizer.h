@@ -17,9 +17,10 @@
  * Invalid UTF-8 in input text is not rejected: each maximal invalid subsequence is replaced by U+FFFD
  * (the Unicode "maximal subpart" policy, which Python's errors="replace" and so HF tokenizers follow).
  *
- * Decoding is exact (no clean-up of spaces before punctuation): decode(encode(text)) == text for valid
- * UTF-8 without a SentencePiece space prefix. The one SentencePiece adjustment: the leading space that
- * encoding adds is removed from the first decoded piece.
+ * Decoding is exact (no clean-up of spaces before punctuation, unlike HF's clean_up_tokenization_spaces):
+ * decode(encode(text)) == text for any valid UTF-8 text. The one SentencePiece adjustment: the leading
+ * space that encoding adds is removed from the first decoded piece. (With parse_special, SentencePiece
+ * also adds a space after each special token, as HF and llama.cpp do; that space decodes as written.)
  *
  * Ownership: a tokenizer owns copies of everything it needs (the gguf_file may be closed after
  * tok_load_gguf). Arrays returned through `int32_t **` / `char **` are malloc'd and the caller frees them.
@@ -66,7 +67,7 @@ typedef struct tok_spec {
     uint32_t n_merges;
     const char *const *merges;  /* "left right" */
     const uint32_t *merge_lens; /* NULL: NUL-terminated */
-    int32_t bos, eos, unk, eot, pad; /* -1: none */
+    int32_t bos, eos, unk, eot, pad, eom; /* -1: none */
     int add_bos, add_eos, add_space_prefix; /* 0/1, or -1: the model's default */
 } tok_spec;
 
@@ -75,7 +76,8 @@ tok_spec tok_spec_default(void);
 
 int tok_create(tokenizer **out, const tok_spec *spec, err *e);
 /* Reads tokenizer.ggml.{model,pre,tokens,scores,token_type,merges,bos_token_id,eos_token_id,
- * unknown_token_id,eot_token_id,padding_token_id,add_bos_token,add_eos_token,add_space_prefix}. */
+ * unknown_token_id,eot_token_id,eom_token_id,padding_token_id,add_bos_token,add_eos_token,
+ * add_space_prefix}. */
 int tok_load_gguf(tokenizer **out, const gguf_file *f, err *e);
 void tok_free(tokenizer *t);
 
@@ -89,6 +91,10 @@ const char *tok_pre_name(const tokenizer *t); /* the canonical pre-tokenizer nam
 int32_t tok_bos(const tokenizer *t);          /* -1 if none */
 int32_t tok_eos(const tokenizer *t);
 int32_t tok_eot(const tokenizer *t);
+/* End of generation: eos, eot, eom, and the turn-end tokens chat models emit ("<|im_end|>",
+ * "<|eot_id|>", "<end_of_turn>", "<|endoftext|>", ...: the list llama.cpp uses), so a generation loop
+ * stops on any of them. */
+bool tok_is_eog(const tokenizer *t, int32_t id);
 bool tok_add_bos(const tokenizer *t);
 bool tok_add_eos(const tokenizer *t);
 enum tok_type tok_token_type(const tokenizer *t, int32_t id);

@@ -2,6 +2,7 @@
  * lookups every other file uses (text -> id hash, merge table, special-token list, decoded pieces).
  *
  * Ownership: tok_create copies everything out of the spec; tok_free releases it all. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@ const char *tok_model_names(void) {
 tok_spec tok_spec_default(void) {
     tok_spec s;
     memset(&s, 0, sizeof s);
-    s.bos = s.eos = s.unk = s.eot = s.pad = -1;
+    s.bos = s.eos = s.unk = s.eot = s.pad = s.eom = -1;
     s.add_bos = s.add_eos = s.add_space_prefix = -1;
     return s;
 }
@@ -26,7 +27,7 @@ uint64_t tok_hash_bytes(const char *s, size_t n) {
     return h;
 }
 
-static uint64_t hash_u64(uint64_t x) {
+uint64_t tok_hash_u64(uint64_t x) {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;
@@ -64,15 +65,17 @@ int tok_byte_to_utf8(uint8_t b, char out[2]) {
     return 2;
 }
 
+static int16_t cp_inv[0x144];
+static pthread_once_t cp_inv_once = PTHREAD_ONCE_INIT;
+
+static void build_cp_inv(void) {
+    for (int i = 0; i < 0x144; i++) cp_inv[i] = -1;
+    for (int b = 0; b < 256; b++) cp_inv[byte_to_cp((uint8_t)b)] = (int16_t)b;
+}
+
 int tok_cp_to_byte(uint32_t cp) {
-    static int16_t inv[0x144];
-    static bool ready;
-    if (!ready) { /* idempotent: racing threads write the same values */
-        for (int i = 0; i < 0x144; i++) inv[i] = -1;
-        for (int b = 0; b < 256; b++) inv[byte_to_cp((uint8_t)b)] = (int16_t)b;
-        ready = true;
-    }
-    return cp < 0x144 ? inv[cp] : -1;
+    pthread_once(&cp_inv_once, build_cp_inv);
+    return cp < 0x144 ? cp_inv[cp] : -1;
 }
 
 void tok_free(tokenizer *t) {
@@ -137,7 +140,7 @@ static int build_merges(tokenizer *t, const tok_spec *s, err *e) {
         int32_t res = tok_find(t, buf, ln + rn);
         if (l < 0 || rr < 0 || res < 0) continue; /* cannot apply: a part or the result is not a token */
         uint64_t key = (uint64_t)(uint32_t)l << 32 | (uint32_t)rr;
-        uint64_t i = hash_u64(key) & t->merge_mask;
+        uint64_t i = tok_hash_u64(key) & t->merge_mask;
         while (t->merges[i].rank >= 0 && t->merges[i].key != key) i = (i + 1) & t->merge_mask;
         if (t->merges[i].rank >= 0) continue; /* duplicate: the first (lowest) rank stays */
         t->merges[i] = (tok_merge){key, (int32_t)r, res};
@@ -224,6 +227,23 @@ static int cmp_special(const void *a, const void *b, void *ctx) {
     return x < y ? -1 : x > y;
 }
 
+/* Turn-end tokens that end generation whatever the file's eos says (llama.cpp's list, for the models
+ * llm170 targets). */
+static const char *const EOG_TEXTS[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                                        "<|eom_id|>", "<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+                                        "<|return|>", "<|call|>", "<turn|>"};
+
+static void add_eog(tokenizer *t, int32_t id) {
+    if (id < 0 || t->n_eog == sizeof t->eog / sizeof t->eog[0] || tok_is_eog(t, id)) return;
+    t->eog[t->n_eog++] = id;
+}
+
+bool tok_is_eog(const tokenizer *t, int32_t id) {
+    for (uint32_t i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == id) return true;
+    return false;
+}
+
 static int check_id(const char *what, int32_t id, uint32_t n, err *e) {
     if (id < -1 || id >= (int64_t)n)
         return err_set(e, ERR_FORMAT, "tokenizer %s id %d is outside the vocabulary (0..%u)", what, id, n - 1);
@@ -291,9 +311,9 @@ int tok_create(tokenizer **out, const tok_spec *s, err *e) {
     t->tok_off[t->n] = k;
     if ((rc = check_id("bos", s->bos, t->n, e)) || (rc = check_id("eos", s->eos, t->n, e)) ||
         (rc = check_id("unknown", s->unk, t->n, e)) || (rc = check_id("eot", s->eot, t->n, e)) ||
-        (rc = check_id("padding", s->pad, t->n, e)))
+        (rc = check_id("padding", s->pad, t->n, e)) || (rc = check_id("eom", s->eom, t->n, e)))
         goto fail;
-    t->bos = s->bos, t->eos = s->eos, t->unk = s->unk, t->eot = s->eot, t->pad = s->pad;
+    t->bos = s->bos, t->eos = s->eos, t->unk = s->unk, t->eot = s->eot, t->pad = s->pad, t->eom = s->eom;
     /* A default the file did not state gives way to a missing id; a stated one must be honoured. */
     if (s->add_bos < 0 && t->bos < 0) t->add_bos = false;
     if ((t->add_bos && t->bos < 0) || (t->add_eos && t->eos < 0)) {
@@ -333,6 +353,22 @@ int tok_create(tokenizer **out, const tok_spec *s, err *e) {
     }
     qsort_r(t->special, t->n_special, sizeof *t->special, cmp_special, t);
     if ((rc = build_pieces(t, e))) goto fail;
+    add_eog(t, t->eos);
+    add_eog(t, t->eot);
+    add_eog(t, t->eom);
+    for (size_t i = 0; i < sizeof EOG_TEXTS / sizeof EOG_TEXTS[0]; i++)
+        add_eog(t, tok_find(t, EOG_TEXTS[i], strlen(EOG_TEXTS[i])));
+    t->spm_word_split = t->model == TOK_MODEL_SPM;
+    for (uint32_t i = 0; i < t->n && t->spm_word_split; i++) {
+        size_t n;
+        const char *x = tok_text_of(t, (int32_t)i, &n);
+        /* a character other than U+2581 followed by U+2581: a merge could cross a word start */
+        for (size_t j = 1; j + 3 <= n; j++)
+            if (!memcmp(x + j, "\xE2\x96\x81", 3) && (j < 3 || memcmp(x + j - 3, "\xE2\x96\x81", 3))) {
+                t->spm_word_split = false;
+                break;
+            }
+    }
     *out = t;
     return 0;
 fail:
@@ -434,6 +470,7 @@ int tok_load_gguf(tokenizer **out, const gguf_file *f, err *e) {
         (rc = opt_i32(f, "tokenizer.ggml.eos_token_id", &s.eos, e)) ||
         (rc = opt_i32(f, "tokenizer.ggml.unknown_token_id", &s.unk, e)) ||
         (rc = opt_i32(f, "tokenizer.ggml.eot_token_id", &s.eot, e)) ||
+        (rc = opt_i32(f, "tokenizer.ggml.eom_token_id", &s.eom, e)) ||
         (rc = opt_i32(f, "tokenizer.ggml.padding_token_id", &s.pad, e)) ||
         (rc = opt_bool(f, "tokenizer.ggml.add_bos_token", &s.add_bos, e)) ||
         (rc = opt_bool(f, "tokenizer.ggml.add_eos_token", &s.add_eos, e)) ||

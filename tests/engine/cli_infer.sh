@@ -35,9 +35,15 @@ err=$("$bin" infer --model "$dir/m.gguf" --prompt-tokens 1,999999 --n-predict 1 
 [ $rc = 1 ] && echo "$err" | grep -q "outside the vocabulary" && ok || bad "token out of range: rc $rc: $err"
 err=$("$bin" infer --model "$dir/m.gguf" --prompt-tokens 1,x 2>&1); rc=$?
 [ $rc = 2 ] && ok || bad "bad token list: rc $rc"
+# llama is supported: a synthetic one generates
 "$bin" synth --preset tiny-llama --out "$dir/l.gguf" --type f32 >/dev/null 2>&1
-err=$("$bin" infer --model "$dir/l.gguf" --prompt-tokens 1 2>&1); rc=$?
-[ $rc = 1 ] && echo "$err" | grep -q "architecture 'llama' is not supported" && ok || bad "unsupported arch: rc $rc: $err"
+n=$("$bin" infer --model "$dir/l.gguf" --prompt-tokens 1,2,3 --n-predict 3 2>/dev/null | grep -c '"token"')
+[ "$n" = 3 ] && ok || bad "tiny-llama should generate 3 tokens, got $n"
+# an unsupported arch: a minimal GGUF (v3, no tensors, one key general.architecture = "mamba")
+le64() { printf "$(printf '\\x%02x\\x%02x\\x00\\x00\\x00\\x00\\x00\\x00' $(($1 & 255)) $((($1 >> 8) & 255)))"; }
+{ printf 'GGUF\x03\x00\x00\x00'; le64 0; le64 1; le64 20; printf 'general.architecture\x08\x00\x00\x00'; le64 5; printf 'mamba'; } >"$dir/u.gguf"
+err=$("$bin" infer --model "$dir/u.gguf" --prompt-tokens 1 2>&1); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "architecture 'mamba' is not supported (supported: .*llama" && ok || bad "unsupported arch: rc $rc: $err"
 # bench prints llama-bench's table
 b=$("$bin" bench -m "$dir/m.gguf" -p 16 -n 4 -r 2 -t 1)
 echo "$b" | grep -Eq '^\| qwen35 .*\| +pp16 \| +[0-9.]+ ± [0-9.]+ \|$' && ok || bad "bench pp row: $b"

@@ -1,6 +1,7 @@
 /* The CPU backend's fast kernels against their naive references (ops_ref.c) on fresh random inputs with
- * awkward sizes, 1 and 3 threads: cpu_gdn (step and chunked) and cpu_attention. Tolerance: 1e-5 of the
- * output range (they differ only in float summation order). */
+ * awkward sizes, 1 and 3 threads: cpu_gdn (step and chunked) and cpu_attention (with and without a
+ * sliding window). Tolerance: 1e-5 of the output range (they differ only in float summation order).
+ * The window itself is pinned against plain attention over only the keys it should see. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static void check_gdn(threadpool *pool, int T, int Hk, int Hv, int Dk, int Dv) {
     free(q), free(k), free(v), free(g), free(beta), free(S1), free(S2), free(o1), free(o2), free(rs), free(cs);
 }
 
-static void check_attention(threadpool *pool, int T, int S, int Hq, int Hkv, int D) {
+static void check_attention(threadpool *pool, int T, int S, int Hq, int Hkv, int D, int window) {
     rng r;
     rng_seed(&r, (uint64_t)(T + S));
     float *q = randn(&r, (int64_t)T * Hq * D, 1), *k = randn(&r, (int64_t)S * Hkv * D, 1);
@@ -62,11 +63,19 @@ static void check_attention(threadpool *pool, int T, int S, int Hq, int Hkv, int
     for (int s = 0; s < S; s++) kpos[s] = s;
     for (int t = 0; t < T; t++) qpos[t] = S - T + t;
     float *sc = malloc(sizeof(float) * (size_t)S * (size_t)pool_n_threads(pool));
-    ref_attention(q, k, v, o1, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), sc);
-    cpu_attention(pool, sc, S, q, k, v, o2, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D));
+    ref_attention(q, k, v, o1, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), window, sc);
+    cpu_attention(pool, sc, S, q, k, v, o2, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), window);
     float e = max_rel(o2, o1, (int64_t)T * Hq * D);
-    printf("cpu_attention T=%d S=%d Hq=%d Hkv=%d D=%d: %.1e\n", T, S, Hq, Hkv, D, e);
-    CHECKF(e < 1e-5f, "cpu_attention: %g", e);
+    printf("cpu_attention T=%d S=%d Hq=%d Hkv=%d D=%d window=%d: %.1e\n", T, S, Hq, Hkv, D, window, e);
+    CHECKF(e < 1e-5f, "cpu_attention window %d: %g", window, e);
+    if (window > 0) {
+        /* the last query sees exactly the keys at positions qpos - window + 1 .. qpos */
+        int t = T - 1, first = qpos[t] - window + 1 > 0 ? qpos[t] - window + 1 : 0, n = qpos[t] + 1 - first;
+        ref_attention(q + (int64_t)t * Hq * D, k + (int64_t)first * Hkv * D, v + (int64_t)first * Hkv * D, o2,
+                      qpos + t, kpos + first, 1, n, Hq, Hkv, D, 1 / sqrtf((float)D), ATTN_NO_WINDOW, sc);
+        float ew = max_rel(o2, o1 + (int64_t)t * Hq * D, (int64_t)Hq * D);
+        CHECKF(ew < 1e-6f, "ref_attention window %d differs from attention over the window's keys: %g", window, ew);
+    }
     free(q), free(k), free(v), free(o1), free(o2), free(qpos), free(kpos), free(sc);
 }
 
@@ -77,9 +86,12 @@ int main(void) {
         check_gdn(p, 1, 2, 6, 60, 36);
         check_gdn(p, 63, 2, 6, 60, 36);
         check_gdn(p, 130, 3, 3, 32, 48);
-        check_attention(p, 1, 37, 6, 2, 60);
-        check_attention(p, 19, 19, 4, 4, 64);
-        check_attention(p, 5, 70, 8, 1, 36);
+        check_attention(p, 1, 37, 6, 2, 60, ATTN_NO_WINDOW);
+        check_attention(p, 19, 19, 4, 4, 64, ATTN_NO_WINDOW);
+        check_attention(p, 5, 70, 8, 1, 36, ATTN_NO_WINDOW);
+        check_attention(p, 1, 37, 6, 2, 60, 7);
+        check_attention(p, 19, 19, 4, 4, 64, 5);
+        check_attention(p, 23, 70, 8, 1, 36, 16);
         pool_free(p);
     }
     return check_report("test_cpu_ops");

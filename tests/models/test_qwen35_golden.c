@@ -6,13 +6,15 @@
  * Fixtures and how to regenerate them: tests/models/README.md.
  *
  * Error measure: per position, max_i |ours_i - ref_i| / max_i |ref_i|; the worst position is reported.
- * Tolerances: F16 weights on the exact f32 path: 1e-4 (the issue's bound); on the fast path (activations
- * rounded to f16 for the F16 dot product): 1e-2. The greedy stream must equal the reference token for
- * token. The MoE model's fast path is not compared: f16 activation rounding flips a near-tied router
- * choice at one position of this random model, which moves that position's logits by ~0.3.
- * Q8_0 / Q4_K_M files are not compared with the float reference: on these tiny random models weight
- * rounding alone (our exact path on the quantized file) moves logits by 10-97% of their range; they need
- * a reference computed on the dequantized weights. */
+ * Tolerances: on the exact path (weights dequantized to f32, f32 activations) 1e-4 for every file (the
+ * issue's bound for F16; for Q8_0 / Q4_K_M files the reference is transformers on the same dequantized
+ * weights, so the same bound applies). On the fast path (activations quantized to Q8 / rounded to F16 for
+ * the dot products, as llama.cpp pairs them): 1e-2 for F16, 3e-2 for Q8_0 and Q4_K_M, 1.5e-1 for the MoE
+ * model's quantized files (int8 activations flip near-tied router choices at a few positions, which moves
+ * those positions' logits by ~0.1). The greedy stream must equal the reference token for token on the
+ * exact path; on the fast path it must too, or else diverge only at a near tie (our token in the
+ * reference's top 6 and its logprob within 1.5 nats of the reference's top 1: LESSONS.md's rule). Batch and MTP checks run on the F16 files
+ * (their references use the float weights). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +31,10 @@ typedef struct golden_case {
 } golden_case;
 
 static const golden_case cases[] = {
-    {"qwen35", "f16", true, 1e-4f},
-    {"qwen35", "f16", false, 1e-2f},
-    {"qwen35moe", "f16", true, 1e-4f},
+    {"qwen35", "f16", true, 1e-4f},      {"qwen35", "f16", false, 1e-2f},     {"qwen35", "q8_0", true, 1e-4f},
+    {"qwen35", "q8_0", false, 3e-2f},    {"qwen35", "q4_k_m", true, 1e-4f},   {"qwen35", "q4_k_m", false, 3e-2f},
+    {"qwen35moe", "f16", true, 1e-4f},   {"qwen35moe", "f16", false, 1e-2f},  {"qwen35moe", "q8_0", true, 1e-4f},
+    {"qwen35moe", "q8_0", false, 1.5e-1f}, {"qwen35moe", "q4_k_m", true, 1e-4f}, {"qwen35moe", "q4_k_m", false, 1.5e-1f},
 };
 
 static float row_err(const float *ours, const float *ref, int n) {
@@ -55,23 +58,45 @@ static void run_case(const golden_case *gc, const ref_file *r) {
     }
     int V = (int)r->n_vocab, P = (int)r->n_prompt, G = (int)r->n_gen, N = P + G;
     CHECK(llm170_model_n_vocab(m) == V);
+    /* F16 files are compared with the float model; quantized files with transformers run on the file's own
+     * dequantized weights (records "<quant>.tokens" / "<quant>.logits"). */
+    bool f16 = !strcmp(gc->quant, "f16");
+    const int32_t *ref_tokens = r->tokens;
+    const float *ref_logits = r->logits;
+    if (!f16) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.tokens", gc->quant);
+        const ref_record *rt = ref_find(r, name);
+        snprintf(name, sizeof name, "%s.logits", gc->quant);
+        const ref_record *rl = ref_find(r, name);
+        if (!rt || !rl || rt->dims[0] != (uint32_t)N || rl->dims[0] != (uint32_t)N) {
+            CHECKF(0, "%s: reference records for %s missing", gc->arch, gc->quant);
+            llm170_model_free(m);
+            return;
+        }
+        ref_tokens = rt->data;
+        ref_logits = rl->data;
+    }
     llm170_context *c = NULL;
     llm170_context_params cp = {.n_seq = 2, .n_ctx = 128, .n_batch = 512};
     CHECK(llm170_context_new(m, &cp, &c) == 0);
 
     /* 1. logits at every position of prompt + reference stream, one pass */
-    llm170_seq_batch all = {.seq = 0, .n_tokens = N, .tokens = r->tokens, .all_logits = true};
+    llm170_seq_batch all = {.seq = 0, .n_tokens = N, .tokens = ref_tokens, .all_logits = true};
     CHECK(llm170_decode(c, &all, 1) == 0);
     float worst = 0;
-    int worst_at = 0;
+    int worst_at = 0, n_over = 0;
     for (int t = 0; t < N; t++) {
-        float e = row_err(llm170_logits(c, t), r->logits + (size_t)t * V, V);
+        float e = row_err(llm170_logits(c, t), ref_logits + (size_t)t * V, V);
         if (!(e <= worst)) worst = e, worst_at = t;
+        n_over += !(e <= 1e-2f);
     }
     /* 2. MTP: row t = (our final-normed hidden at t, token t+1) vs the reference MTP logits */
     const ref_record *mtp = ref_find(r, "mtp.logits");
     float mtp_worst = 0;
-    if (mtp && mtp->dims[0] == (uint32_t)(N - 1)) {
+    if (!f16) {
+        /* the MTP and batch references use the float weights */
+    } else if (mtp && mtp->dims[0] == (uint32_t)(N - 1)) {
         int n = N - 1, C = llm170_model_n_embd(m);
         float *hid = malloc(sizeof(float) * (size_t)n * C), *ml = malloc(sizeof(float) * (size_t)n * V);
         for (int t = 0; t < n; t++) memcpy(hid + (size_t)t * C, llm170_hidden(c, t), sizeof(float) * C);
@@ -89,21 +114,31 @@ static void run_case(const golden_case *gc, const ref_file *r) {
     llm170_seq_reset(c, 0);
     llm170_sampler *s = NULL;
     CHECK(llm170_sampler_new(m, NULL, &s) == 0);
-    llm170_seq_batch b = {.seq = 0, .n_tokens = P, .tokens = r->tokens};
+    llm170_seq_batch b = {.seq = 0, .n_tokens = P, .tokens = ref_tokens};
     int first_diff = -1;
+    float tie_gap = 0;
+    int tie_rank = 0;
     int32_t tok = 0;
     for (int i = 0; i < G; i++) {
         CHECK(llm170_decode(c, &b, 1) == 0);
         tok = llm170_sample(s, llm170_logits(c, 0));
-        if (tok != r->tokens[P + i] && first_diff < 0) first_diff = i;
-        tok = r->tokens[P + i]; /* keep following the reference stream */
+        if (tok != ref_tokens[P + i] && first_diff < 0) {
+            first_diff = i;
+            /* near-tie measure on the reference's logits at this position */
+            const float *rl = ref_logits + (size_t)(P - 1 + i) * V;
+            tie_gap = rl[ref_tokens[P + i]] - rl[tok]; /* logit gap == logprob gap */
+            for (int v = 0; v < V; v++) tie_rank += rl[v] > rl[tok];
+        }
+        tok = ref_tokens[P + i]; /* keep following the reference stream */
         b = (llm170_seq_batch){.seq = 0, .n_tokens = 1, .tokens = &tok};
     }
     /* 4. two other prompts as one batch of two sequences */
     float batch_worst = 0;
     const ref_record *bt[2] = {ref_find(r, "batch0.tokens"), ref_find(r, "batch1.tokens")};
     const ref_record *bl[2] = {ref_find(r, "batch0.logits"), ref_find(r, "batch1.logits")};
-    if (bt[0] && bt[1] && bl[0] && bl[1]) {
+    if (!f16) {
+        /* float-weight reference only */
+    } else if (bt[0] && bt[1] && bl[0] && bl[1]) {
         llm170_seq_reset(c, 0);
         llm170_seq_batch two[2];
         for (int q = 0; q < 2; q++)
@@ -117,15 +152,18 @@ static void run_case(const golden_case *gc, const ref_file *r) {
     } else {
         CHECKF(0, "%s: batch records missing from the reference", gc->arch);
     }
-    printf("%-9s %-6s %-5s logits max rel err %.2e (pos %d) | batch %.2e | mtp %.2e | greedy %s", gc->arch,
-           gc->quant, gc->exact ? "exact" : "fast", worst, worst_at, batch_worst, mtp_worst,
-           first_diff < 0 ? "identical" : "DIFFERS");
-    if (first_diff >= 0) printf(" at step %d", first_diff);
-    printf(" | tol %.0e\n", gc->tol);
+    printf("%-9s %-6s %-5s logits max rel err %.2e (pos %d)", gc->arch, gc->quant, gc->exact ? "exact" : "fast",
+           worst, worst_at);
+    if (f16) printf(" | batch %.2e | mtp %.2e", batch_worst, mtp_worst);
+    printf(" | greedy %s", first_diff < 0 ? "identical" : "DIFFERS");
+    if (first_diff >= 0) printf(" at step %d (rank %d in the reference, gap %.3f nats)", first_diff, tie_rank, tie_gap);
+    printf(" | %d/%d rows > 1e-2 | tol %.2g\n", n_over, N, gc->tol);
     CHECKF(mtp_worst <= gc->tol, "%s %s: MTP logits error %g > %g", gc->arch, gc->quant, mtp_worst, gc->tol);
     CHECKF(worst <= gc->tol, "%s %s: logits error %g > %g", gc->arch, gc->quant, worst, gc->tol);
     CHECKF(batch_worst <= gc->tol, "%s %s: batch error %g > %g", gc->arch, gc->quant, batch_worst, gc->tol);
-    CHECKF(first_diff < 0, "%s %s: greedy stream differs at step %d", gc->arch, gc->quant, first_diff);
+    bool near_tie = first_diff >= 0 && !gc->exact && tie_rank < 6 && tie_gap < 1.5f;
+    CHECKF(first_diff < 0 || near_tie, "%s %s %s: greedy stream differs at step %d (rank %d, gap %.3f)", gc->arch,
+           gc->quant, gc->exact ? "exact" : "fast", first_diff, tie_rank, tie_gap);
     llm170_sampler_free(s);
     llm170_context_free(c);
     llm170_model_free(m);

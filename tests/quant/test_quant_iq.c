@@ -60,7 +60,12 @@ static void random_blocks(enum qtype t, uint8_t *b, int64_t nb, bool edges, rng 
         const uint16_t d = fp16_from_f32(rng_uniform(r, 0.5f, 2.0f) * 0.01f);
         switch (t) {
         case QT_TQ1_0: wr16(b + offsetof(block_tq1_0, d), d); break;
-        case QT_TQ2_0: wr16(b + offsetof(block_tq2_0, d), d); break;
+        case QT_TQ2_0: /* 2-bit fields hold t in 0..2; 3 is not ternary */
+            for (int j = 0; j < QK_K / 4; j++)
+                for (int f = 0; f < 8; f += 2)
+                    if (((b[j] >> f) & 3) == 3) b[j] = (uint8_t)(b[j] & ~(3 << f)) | (uint8_t)((rng_u64(r) % 3) << f);
+            wr16(b + offsetof(block_tq2_0, d), d);
+            break;
         case QT_MXFP4: { /* one block in 4 takes an edge exponent: the subnormal scales 0, 1, or the top */
             static const uint8_t edge[] = {0, 1, 2, 3, 251, 252}; /* 253 and up overflow 12 * scale */
             b[0] = !edges || rng_u64(r) % 4 ? (uint8_t)(118 + rng_u64(r) % 13) : edge[rng_u64(r) % 6];
@@ -256,6 +261,19 @@ static void test_to_float(enum qtype t, rng *r) {
             if (first < 0) first = (int)i;
             wrong++;
         }
+    }
+    if (t == QT_TQ1_0 || t == QT_TQ2_0 || t == QT_Q1_0) { /* only -d, d (and 0 for the ternary types) */
+        int seen[3] = {0, 0, 0}, other = 0;
+        for (int64_t i = 0; i < N; i++) {
+            const uint8_t *b = q + (size_t)(i / blck(t)) * tsize(t);
+            const float d = fp16_to_f32(rd16(b + (t == QT_TQ1_0 ? 52 : t == QT_TQ2_0 ? 64 : 0)));
+            if (y[i] == -d) seen[0]++;
+            else if (y[i] == 0.0f && t != QT_Q1_0) seen[1]++;
+            else if (y[i] == d) seen[2]++;
+            else other++;
+        }
+        CHECKF(other == 0 && seen[0] && seen[2] && (seen[1] || t == QT_Q1_0),
+               "%s: values -d/0/+d seen %d/%d/%d times, %d others", tname(t), seen[0], seen[1], seen[2], other);
     }
     if (has_parity_signs(t))
         for (int64_t g = 0; g < N / 8; g++) {

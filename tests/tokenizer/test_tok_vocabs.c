@@ -58,7 +58,7 @@ static void fixture_free(fixture *f) {
     free(f->merge_lens);
 }
 
-static int n_tests_total, n_match_total, n_roundtrip_total, n_gguf_total;
+static int n_tests_total, n_match_total, n_roundtrip_total, n_gguf_total, n_stream_total;
 
 static bool run_test(const tokenizer *t, const fixture *f, char *line) {
     char *save;
@@ -97,6 +97,30 @@ static bool run_test(const tokenizer *t, const fixture *f, char *line) {
             bool ok = tl == in_len && !memcmp(text, in, tl);
             n_roundtrip_total += ok;
             CHECKF(ok, "%s: round trip of '%.60s' gave '%.60s'", f->name, in, text);
+            /* streamed token by token: every chunk is whole UTF-8 characters, and together they are the text */
+            tok_stream *st = tok_stream_new(t, true);
+            char *acc = malloc(tl + 8);
+            size_t an = 0;
+            bool chunks_ok = st && acc;
+            for (size_t i = 0; i < n && chunks_ok; i++) {
+                const char *o;
+                size_t on;
+                chunks_ok = tok_stream_push(st, ids[i], &o, &on, &e) == 0 && an + on <= tl;
+                for (size_t k = 0; k < on && chunks_ok;) {
+                    int c = tok_utf8_check((const unsigned char *)o + k, on - k);
+                    chunks_ok = c > 0;
+                    k += c > 0 ? (size_t)c : 0;
+                }
+                if (chunks_ok) memcpy(acc + an, o, on), an += on;
+            }
+            const char *o;
+            size_t on;
+            if (chunks_ok) chunks_ok = tok_stream_flush(st, &o, &on) == 0 && on == 0;
+            CHECKF(chunks_ok && an == tl && !memcmp(acc, text, tl), "%s: streaming '%.60s' differs from decode",
+                   f->name, in);
+            n_stream_total += chunks_ok && an == tl;
+            free(acc);
+            tok_stream_free(st);
             free(text);
         }
     }
@@ -213,6 +237,77 @@ static void run_fixture(const char *path) {
     fixture_free(&f);
 }
 
+/* Random byte strings (ASCII, multi-byte characters, stray and truncated sequences) through the two
+ * committed real vocabularies: decode(encode(x)) is x with invalid UTF-8 replaced, the stream agrees. */
+static void fuzz_roundtrip(const char *gguf_path) {
+    err e = {0};
+    gguf_file *g = NULL;
+    tokenizer *t = NULL;
+    if (gguf_open(&g, gguf_path, &e) || tok_load_gguf(&t, g, &e)) {
+        CHECKF(0, "%s: %s", gguf_path, e.msg);
+        gguf_close(g);
+        return;
+    }
+    gguf_close(g);
+    static const char *atoms[] = {"a", " ", "  ", "\n", "\t", "Z", "7", "\xC3\xA9", "\xE4\xBD\xA0", "\xF0\x9F\xA6\x99",
+                                  "\xFF", "\x80", "\xE2\x82", "\xF0\x9F", "\xC0\xAF", "\xED\xA0\x80", "'s", "..."};
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    int ok = 0, runs = 300;
+    for (int r = 0; r < runs; r++) {
+        char in[512];
+        size_t n = 0;
+        int atoms_n = (int)(rng % 40) + 1;
+        for (int k = 0; k < atoms_n; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const char *a = atoms[(rng >> 33) % (sizeof atoms / sizeof atoms[0])];
+            size_t al = strlen(a);
+            memcpy(in + n, a, al);
+            n += al;
+        }
+        char *want, *got;
+        size_t wn, gn, bad;
+        int32_t *ids;
+        size_t ni;
+        tok_utf8_sanitize(in, n, &want, &wn, &bad, &e);
+        if (tok_encode(t, in, n, 0, &ids, &ni, &e) || tok_decode(t, ids, ni, true, &got, &gn, &e)) {
+            CHECKF(0, "%s: %s", gguf_path, e.msg);
+            free(want);
+            continue;
+        }
+        bool same = gn == wn && !memcmp(got, want, gn);
+        tok_stream *st = tok_stream_new(t, true);
+        char *acc = malloc(gn + 16);
+        size_t an = 0;
+        for (size_t i = 0; i < ni; i++) {
+            const char *o;
+            size_t on;
+            tok_stream_push(st, ids[i], &o, &on, &e);
+            if (an + on <= gn + 16) memcpy(acc + an, o, on);
+            an += on;
+        }
+        const char *o;
+        size_t on;
+        tok_stream_flush(st, &o, &on);
+        same = same && on == 0 && an == gn && !memcmp(acc, got, gn);
+        ok += same;
+        if (!same) {
+            char hex[1100];
+            size_t hk = 0;
+            for (size_t i = 0; i < n && hk + 3 < sizeof hex; i++) hk += (size_t)snprintf(hex + hk, 4, "%02x", (unsigned char)in[i]);
+            CHECKF(same, "%s: random text %d (hex %s) does not round-trip (%zu bytes in, %zu out)", gguf_path, r, hex,
+                   wn, gn);
+        }
+        free(acc);
+        tok_stream_free(st);
+        free(ids);
+        free(got);
+        free(want);
+    }
+    printf("  %s: %d/%d random byte strings round-trip (invalid UTF-8 -> U+FFFD), streamed identically\n",
+           gguf_path, ok, runs);
+    tok_free(t);
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(void) {
@@ -234,7 +329,10 @@ int main(void) {
         run_fixture(path);
         free(names[i]);
     }
+    fuzz_roundtrip("tests/tokenizer/fixtures/gpt-2.gguf");
+    fuzz_roundtrip("tests/tokenizer/fixtures/llama-spm.gguf");
     printf("%d vocabularies, %d tests (%d of them through a full GGUF vocabulary): %d ids identical to the "
-           "reference, %d round trips exact\n", nn, n_tests_total, n_gguf_total, n_match_total, n_roundtrip_total);
+           "reference, %d round trips exact, %d streamed decodes whole-character and equal\n", nn, n_tests_total,
+           n_gguf_total, n_match_total, n_roundtrip_total, n_stream_total);
     return check_report("test_tok_vocabs");
 }

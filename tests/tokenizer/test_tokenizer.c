@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/tok_impl.h" /* tok_byte_to_utf8, for test_long_specials */
 
 static bool ids_eq(const int32_t *a, size_t n, const int32_t *b, size_t m) {
     return n == m && (n == 0 || !memcmp(a, b, n * sizeof *a));
@@ -45,7 +45,7 @@ static tokenizer *make_bpe(const char *pre, int add_bos) {
     int32_t types[256 + 8];
     uint32_t n = 0;
     for (int b = 0; b < 256; b++) {
-        /* the GPT-2 alphabet, as the module under test does not export it: printable bytes are
+        /* the GPT-2 alphabet written out independently of the module: printable bytes are
          * themselves, the rest are U+0100 + k in order */
         int cp = b, k = 0;
         bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
@@ -259,12 +259,115 @@ static void test_gguf(void) {
     remove(path);
     if (!t) return;
     CHECK(tok_n_tokens(t) == 7 && !strcmp(tok_pre_name(t), "qwen2") && !tok_add_bos(t) && tok_add_eos(t));
+    /* end of generation: the eos id (0, "<|endoftext|>"); "<|im_start|>" is not one */
+    CHECK(tok_is_eog(t, 0) && !tok_is_eog(t, 6) && !tok_is_eog(t, 1));
     /* " ab" is one qwen2 pre-token: Ġ a b -> Ġ ab -> Ġab; EOS appended */
     EXPECT_IDS(t, "<|im_start|> ab", TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL, 6, 5, 0);
     tok_free(t);
 }
 
+/* Hostile metadata: each broken vocabulary is refused with a message naming what is wrong. */
+static void test_gguf_bad(void) {
+    const char *texts[] = {"a", "b"};
+    const int32_t types3[] = {1, 1, 1};
+    const float scores[] = {0, 0};
+    struct {
+        const char *what, *model, *pre, *expect;
+        int n_types;
+        bool has_tokens;
+    } cases[] = {
+        {"no model key", NULL, NULL, "tokenizer.ggml.model", 2, true},
+        {"unknown model", "bert", NULL, "bert", 2, true},
+        {"gpt2 without pre", "gpt2", NULL, "tokenizer.ggml.pre", 2, true},
+        {"unknown pre", "gpt2", "qwen9", "qwen9", 2, true},
+        {"types count differs", "llama", NULL, "disagree", 3, true},
+        {"no tokens", "llama", NULL, "tokenizer.ggml.tokens", 2, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gguf_writer *w = gguf_writer_new();
+        if (cases[i].model) gguf_writer_set_str(w, "tokenizer.ggml.model", cases[i].model);
+        if (cases[i].pre) gguf_writer_set_str(w, "tokenizer.ggml.pre", cases[i].pre);
+        if (cases[i].has_tokens) gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", texts, 2);
+        gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_INT32, types3, (uint64_t)cases[i].n_types);
+        gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_FLOAT32, scores, 2);
+        char path[] = "/tmp/llm170_test_tokbad_XXXXXX";
+        int fd = mkstemp(path);
+        if (fd < 0) continue;
+        close(fd);
+        err e = {0};
+        gguf_writer_write(w, path, &e);
+        gguf_writer_free(w);
+        gguf_file *f = NULL;
+        tokenizer *t = NULL;
+        int rc = gguf_open(&f, path, &e);
+        if (!rc) rc = tok_load_gguf(&t, f, &e);
+        gguf_close(f);
+        remove(path);
+        CHECKF(rc != 0 && strstr(e.msg, cases[i].expect), "%s: rc %d, message '%s'", cases[i].what, rc, e.msg);
+        tok_free(t);
+    }
+}
+
+/* A long text (>= 4 KiB: the special-token search is pre-filtered by 4-grams) with special tokens in it
+ * encodes to the concatenation of its pieces encoded one by one (short: no filter). */
+static void test_long_specials(void) {
+    static char bytes[256][3], ctl[20][16];
+    const char *texts[276];
+    int32_t types[276];
+    for (int b = 0; b < 256; b++) {
+        char tmp[2];
+        int n = tok_byte_to_utf8((uint8_t)b, tmp);
+        memcpy(bytes[b], tmp, (size_t)n);
+        bytes[b][n] = 0;
+        texts[b] = bytes[b];
+        types[b] = TOK_TYPE_NORMAL;
+    }
+    for (int i = 0; i < 20; i++) {
+        snprintf(ctl[i], sizeof ctl[i], "<ctl_%02d>", i);
+        texts[256 + i] = ctl[i];
+        types[256 + i] = TOK_TYPE_CONTROL;
+    }
+    tok_spec s = tok_spec_default();
+    s.model = "gpt2";
+    s.pre = "gpt-2";
+    s.n_tokens = 276;
+    s.texts = texts;
+    s.types = types;
+    tokenizer *t = NULL;
+    err e = {0};
+    CHECKF(tok_create(&t, &s, &e) == 0, "tok_create: %s", e.msg);
+    if (!t) return;
+    char text[6000];
+    size_t n = 0;
+    int32_t want[8000];
+    size_t nw = 0;
+    for (int part = 0; n < 5000; part++) {
+        char chunk[256];
+        int cn = snprintf(chunk, sizeof chunk, "part %d: hello <ctl_ world> %d ", part, part * 7);
+        int32_t *ids;
+        size_t ni;
+        CHECK(tok_encode(t, chunk, (size_t)cn, TOK_PARSE_SPECIAL, &ids, &ni, &e) == 0);
+        memcpy(text + n, chunk, (size_t)cn);
+        n += (size_t)cn;
+        memcpy(want + nw, ids, ni * sizeof *ids);
+        nw += ni;
+        free(ids);
+        int which = (part * 7) % 20;
+        n += (size_t)sprintf(text + n, "<ctl_%02d>", which);
+        want[nw++] = 256 + which;
+    }
+    int32_t *got;
+    size_t ng;
+    CHECK(n >= 4096);
+    CHECK(tok_encode(t, text, n, TOK_PARSE_SPECIAL, &got, &ng, &e) == 0);
+    CHECKF(ids_eq(got, ng, want, nw), "long text with special tokens: %zu ids, expected %zu", ng, nw);
+    free(got);
+    tok_free(t);
+}
+
 int main(void) {
+    test_long_specials();
+    test_gguf_bad();
     test_bpe();
     test_spm();
     test_errors();
