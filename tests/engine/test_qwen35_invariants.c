@@ -35,7 +35,7 @@ static float rel_diff(const float *a, const float *b, int n) {
 /* Prefills tokens[0..n) into sequence 0 of a fresh context with batch size n_batch; out gets n rows. */
 static int prefill(llm170_model *m, const int32_t *tokens, int n, int n_batch, float *out) {
     llm170_context *c = NULL;
-    llm170_context_params cp = {.n_seq = 1, .n_ctx = 256, .n_batch = n_batch};
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = n + 8, .n_batch = n_batch};
     if (llm170_context_new(m, &cp, &c)) return -1;
     llm170_seq_batch b = {.seq = 0, .n_tokens = n, .tokens = tokens, .all_logits = true};
     int rc = llm170_decode(c, &b, 1);
@@ -63,10 +63,10 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
         return;
     }
     int V = llm170_model_n_vocab(m), T = 130;
-    int32_t tok[130];
+    int32_t tok[600];
     rng r;
     rng_seed(&r, 1);
-    for (int i = 0; i < T; i++) tok[i] = (int32_t)(rng_u64(&r) % (uint64_t)V);
+    for (int i = 0; i < 600; i++) tok[i] = (int32_t)(rng_u64(&r) % (uint64_t)V);
     float *ref = malloc(sizeof(float) * (size_t)T * V), *got = malloc(sizeof(float) * (size_t)T * V);
     CHECK(prefill(m, tok, T, 512, ref) == 0);
     int chunks[] = {1, 16, 63, 64};
@@ -76,6 +76,18 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
         printf("%s %s threads=%d: prefill in chunks of %2d vs one pass: max rel diff %.2e\n", preset, mix, n_threads,
                chunks[i], d);
         CHECKF(d < TOL, "%s chunk %d: %g", preset, chunks[i], d);
+    }
+    /* chunks of 512 need a longer prompt: 600 tokens in one pass vs 512 + 88 */
+    {
+        float *r600 = malloc(sizeof(float) * 600 * (size_t)V), *g600 = malloc(sizeof(float) * 600 * (size_t)V);
+        CHECK(prefill(m, tok, 600, 1024, r600) == 0);
+        CHECK(prefill(m, tok, 600, 512, g600) == 0);
+        float d = rel_diff(g600, r600, 600 * V);
+        printf("%s %s threads=%d: prefill of 600 in chunks of 512 vs one pass: max rel diff %.2e\n", preset, mix,
+               n_threads, d);
+        CHECKF(d < TOL, "%s chunk 512: %g", preset, d);
+        free(r600);
+        free(g600);
     }
     /* batch of three sequences vs each alone (bit-exact) */
     llm170_context *c = NULL;
