@@ -78,10 +78,11 @@ def main():
     ap.add_argument("--templates", default=TEMPLATES)
     ap.add_argument("--out", default="tests/chat/fixtures")
     ap.add_argument("--all", action="store_true", help="also render every other template (tally only)")
+    ap.add_argument("--every", action="store_true", help="write fixtures for every template (use with --out)")
     a = ap.parse_args()
     names = sorted(n[:-6] for n in os.listdir(a.templates) if n.endswith(".jinja"))
-    chosen = [n for n in names if n in POPULAR]
-    missing = set(POPULAR) - set(chosen)
+    chosen = [n for n in names if n in POPULAR or a.every]
+    missing = set(POPULAR) - set(names)
     if missing:
         print("missing templates:", missing, file=sys.stderr)
     os.makedirs(os.path.join(a.out, "templates"), exist_ok=True)
@@ -89,7 +90,7 @@ def main():
     os.makedirs(os.path.join(a.out, "expected"), exist_ok=True)
     for cname, conv in CONVS.items():
         json.dump(conv, open(os.path.join(a.out, "conv", cname + ".json"), "w"), ensure_ascii=False, indent=1)
-    json.dump(TOOLS, open(os.path.join(a.out, "conv", "tools.json"), "w"), indent=1)
+    json.dump(TOOLS, open(os.path.join(a.out, "conv", "functions.json"), "w"), indent=1)
     lines, n_ok, n_err = [], 0, 0
     for name in (names if a.all else chosen):
         src = os.path.join(a.templates, name + ".jinja")

@@ -21,11 +21,13 @@
 /* Caps (a template is untrusted input): */
 #define JINJA_MAX_DEPTH 64           /* nested macro calls / expression recursion */
 #define JINJA_MAX_OUTPUT (64u << 20) /* bytes of rendered text */
-#define JINJA_MAX_STEPS 50000000ull  /* evaluation steps (bounds loops over huge ranges) */
+#define JINJA_MAX_STEPS 10000000ull  /* evaluation steps (bounds loops over huge ranges) */
+#define JINJA_MAX_MEMORY (512u << 20) /* bytes one render may allocate */
 
 /* ---- arena ---- */
 typedef struct jarena {
     struct jchunk *head;
+    size_t total; /* bytes allocated, capped at JINJA_MAX_MEMORY */
 } jarena;
 void *ja_alloc(jarena *a, size_t n); /* zeroed; NULL only on out of memory (the caller fails) */
 void ja_free(jarena *a);
@@ -48,7 +50,10 @@ typedef jv *(*jfunc)(jctx *c, jv *fn, jargs *a, int line);
 
 struct jv {
     enum jv_kind k;
-    bool ns; /* a namespace(): attributes may be assigned */
+    bool ns;  /* a namespace(): attributes may be assigned */
+    bool markup; /* a string marked safe (jinja2 Markup): `+` HTML-escapes a plain string joined to it */
+    bool gen; /* a list standing for a Python generator (jinja2's map/select results): always truthy,
+               * no len(), not JSON-serializable, until |list makes it a list */
     union {
         bool b;
         int64_t i;
@@ -164,5 +169,6 @@ jv *jinja_filter(jctx *c, jscope *s, const char *name, jv *v, jargs *a, int line
 bool jinja_test(jctx *c, const char *name, jv *v, jargs *a, int line);
 jv *jinja_method(jctx *c, jv *self, const char *name, int line); /* NULL if self has no such method */
 void jinja_add_globals(jctx *c, jscope *g);
+jv *jinja_escape(jctx *c, jv *v); /* HTML-escaped Markup string of str(v) (identity on Markup) */
 
 #endif

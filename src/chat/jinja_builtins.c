@@ -430,7 +430,8 @@ static void sort_items(sort_ctx *sx, jv **items, jv **keys, size_t n, bool rever
 
 static jv *filter_select(jctx *c, jscope *s, jv *v, jargs *a, bool by_attr, bool keep, int line) {
     (void)s;
-    jv *items = as_list(c, v, line), *out = jv_list(c);
+    jv *items = jv_truthy(v) ? as_list(c, v, line) : jv_list(c), *out = jv_list(c); /* jinja2: `if value:` */
+    out->gen = true;
     size_t first = by_attr ? 1 : 0;
     jv *attr = by_attr ? arg(a, 0, NULL) : NULL;
     jv *test = arg(a, first, NULL);
@@ -476,6 +477,7 @@ jv *jinja_filter(jctx *c, jscope *s, const char *name, jv *v, jargs *a, int line
             for (size_t i = 0; i < v->s.n; i++) k += ((unsigned char)v->s.p[i] & 0xC0) != 0x80;
             return jv_int(c, (int64_t)k);
         }
+        if (v->k == JV_LIST && v->gen) jinja_fail(c, line, "object of type 'generator' has no len() (add |list)");
         if (v->k == JV_LIST) return jv_int(c, (int64_t)v->l.n);
         if (v->k == JV_DICT) return jv_int(c, (int64_t)v->d.n);
         if (v->k == JV_UNDEF) return jv_int(c, 0);
@@ -486,7 +488,12 @@ jv *jinja_filter(jctx *c, jscope *s, const char *name, jv *v, jargs *a, int line
         return py_strip(c, str_of(c, v), chars && chars->k != JV_NONE ? chars : NULL, true, true);
     }
     if (!strcmp(name, "string")) return str_of(c, v);
-    if (!strcmp(name, "safe")) return v;
+    if (!strcmp(name, "safe")) {
+        if (v->k != JV_STR || v->markup) return v->k == JV_STR ? v : str_of(c, v);
+        jv *r = jv_str(c, v->s.p, v->s.n);
+        r->markup = true;
+        return r;
+    }
     if (!strcmp(name, "default") || !strcmp(name, "d")) {
         jv *def = arg(a, 0, "default_value"), *boolean = arg(a, 1, "boolean");
         bool use = boolean && jv_truthy(boolean) ? !jv_truthy(v) : v->k == JV_UNDEF;
@@ -528,6 +535,7 @@ jv *jinja_filter(jctx *c, jscope *s, const char *name, jv *v, jargs *a, int line
         return out;
     }
     if (!strcmp(name, "first") || !strcmp(name, "last")) {
+        if (name[0] == 'l' && v->gen) jinja_fail(c, line, "last: 'generator' object is not reversible (add |list)");
         jv *l = as_list(c, v, line);
         if (!l->l.n) return jv_undef();
         return l->l.v[name[0] == 'f' ? 0 : l->l.n - 1];
@@ -548,7 +556,9 @@ jv *jinja_filter(jctx *c, jscope *s, const char *name, jv *v, jargs *a, int line
     if (!strcmp(name, "select")) return filter_select(c, s, v, a, false, true, line);
     if (!strcmp(name, "reject")) return filter_select(c, s, v, a, false, false, line);
     if (!strcmp(name, "map")) {
-        jv *items = as_list(c, v, line), *out = jv_list(c), *attr = arg(a, (size_t)-1, "attribute");
+        jv *items = jv_truthy(v) ? as_list(c, v, line) : jv_list(c), *out = jv_list(c);
+        jv *attr = arg(a, (size_t)-1, "attribute");
+        out->gen = true;
         jv *def = arg(a, (size_t)-1, "default");
         for (size_t i = 0; i < items->l.n; i++) {
             jv *r;
@@ -644,23 +654,28 @@ jv *jinja_filter(jctx *c, jscope *s, const char *name, jv *v, jargs *a, int line
         if (v->k == JV_FLOAT) return jv_float(c, v->f < 0 ? -v->f : v->f);
         jinja_fail(c, line, "abs of a %s", jv_kind_name(v));
     }
-    if (!strcmp(name, "e") || !strcmp(name, "escape")) {
-        jv *sv = str_of(c, v);
-        jbuf b = {0};
-        for (size_t i = 0; i < sv->s.n; i++) {
-            char ch = sv->s.p[i];
-            const char *r = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;"
-                          : ch == '\'' ? "&#39;" : NULL;
-            if (r) jb_putz(c, &b, r);
-            else jb_put(c, &b, &ch, 1);
-        }
-        return jv_str(c, b.p ? b.p : "", b.n);
-    }
+    if (!strcmp(name, "e") || !strcmp(name, "escape")) return jinja_escape(c, v);
     if (!strcmp(name, "wordcount")) {
         jv *words = py_split(c, str_of(c, v), NULL, -1);
         return jv_int(c, (int64_t)words->l.n);
     }
     jinja_fail(c, line, "unsupported filter '%s'", name);
+}
+
+jv *jinja_escape(jctx *c, jv *v) {
+    if (v->k == JV_STR && v->markup) return v;
+    jv *sv = str_of(c, v);
+    jbuf b = {0};
+    for (size_t i = 0; i < sv->s.n; i++) {
+        char ch = sv->s.p[i];
+        const char *r = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;"
+                      : ch == '\'' ? "&#39;" : NULL;
+        if (r) jb_putz(c, &b, r);
+        else jb_put(c, &b, &ch, 1);
+    }
+    jv *out = jv_str(c, b.p ? b.p : "", b.n);
+    out->markup = true;
+    return out;
 }
 
 /* ---- globals ---- */

@@ -48,7 +48,7 @@ jv *jscope_get(jscope *s, const char *name) {
 }
 
 static void step(jctx *c, int line) {
-    if (++c->steps > JINJA_MAX_STEPS) jinja_fail(c, line, "evaluation exceeded %llu steps", JINJA_MAX_STEPS);
+    if (++c->steps > JINJA_MAX_STEPS) jinja_fail(c, line, "evaluation exceeded the cap of %llu steps", JINJA_MAX_STEPS);
 }
 
 /* ---- helpers on strings (Python indexes code points, not bytes) ---- */
@@ -183,9 +183,15 @@ static jv *arith(jctx *c, const char *op, jv *a, jv *b, int line) {
     if (!strcmp(op, "+")) {
         if (a->k == JV_STR && b->k == JV_STR) {
             jbuf s = {0};
+            bool markup = a->markup || b->markup;
+            /* Markup + str escapes the plain side, as markupsafe does */
+            if (markup && !a->markup) a = jinja_escape(c, a);
+            if (markup && !b->markup) b = jinja_escape(c, b);
             jb_put(c, &s, a->s.p, a->s.n);
             jb_put(c, &s, b->s.p, b->s.n);
-            return jv_str(c, s.p ? s.p : "", s.n);
+            jv *r = jv_str(c, s.p ? s.p : "", s.n);
+            r->markup = markup;
+            return r;
         }
         if (a->k == JV_LIST && b->k == JV_LIST) {
             jv *r = jv_list(c);
@@ -421,19 +427,24 @@ static void render_for(jctx *c, jscope *s, jnode *nd, jbuf *out) {
         items = kept;
     }
     size_t n = items->l.n;
+    /* one loop object per loop, its fields replaced each iteration (as jinja2's LoopContext advances);
+     * the numbers are fresh values, since a template may keep one (set ns.idx = loop.index0) */
+    static const char *const fields[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length",
+                                         "depth", "depth0", "previtem", "nextitem"};
+    jv *loop = jv_dict(c);
+    for (size_t f = 0; f < 11; f++) jv_set(c, loop, jv_strz(c, fields[f]), jv_undef());
+    loop->d.val[6] = jv_int(c, (int64_t)n);
+    loop->d.val[7] = jv_int(c, 1);
+    loop->d.val[8] = jv_int(c, 0);
     for (size_t i = 0; i < n; i++) {
-        jv *loop = jv_dict(c);
-        jv_set(c, loop, jv_strz(c, "index"), jv_int(c, (int64_t)i + 1));
-        jv_set(c, loop, jv_strz(c, "index0"), jv_int(c, (int64_t)i));
-        jv_set(c, loop, jv_strz(c, "revindex"), jv_int(c, (int64_t)(n - i)));
-        jv_set(c, loop, jv_strz(c, "revindex0"), jv_int(c, (int64_t)(n - i - 1)));
-        jv_set(c, loop, jv_strz(c, "first"), jv_bool(i == 0));
-        jv_set(c, loop, jv_strz(c, "last"), jv_bool(i + 1 == n));
-        jv_set(c, loop, jv_strz(c, "length"), jv_int(c, (int64_t)n));
-        jv_set(c, loop, jv_strz(c, "depth"), jv_int(c, 1));
-        jv_set(c, loop, jv_strz(c, "depth0"), jv_int(c, 0));
-        jv_set(c, loop, jv_strz(c, "previtem"), i ? items->l.v[i - 1] : jv_undef());
-        jv_set(c, loop, jv_strz(c, "nextitem"), i + 1 < n ? items->l.v[i + 1] : jv_undef());
+        loop->d.val[0] = jv_int(c, (int64_t)i + 1);
+        loop->d.val[1] = jv_int(c, (int64_t)i);
+        loop->d.val[2] = jv_int(c, (int64_t)(n - i));
+        loop->d.val[3] = jv_int(c, (int64_t)(n - i - 1));
+        loop->d.val[4] = jv_bool(i == 0);
+        loop->d.val[5] = jv_bool(i + 1 == n);
+        loop->d.val[9] = i ? items->l.v[i - 1] : jv_undef();
+        loop->d.val[10] = i + 1 < n ? items->l.v[i + 1] : jv_undef();
         jscope_set(c, ls, "loop", loop);
         bind_targets(c, ls, nd->names, nd->n_names, items->l.v[i], nd->line);
         jinja_render_body(c, ls, nd->b, out);

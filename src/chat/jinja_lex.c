@@ -69,6 +69,15 @@ static size_t lex_tag(lexer *L, size_t i, const char *close, bool *strip_after) 
             while (i + k < L->n && ((p[k] >= '0' && p[k] <= '9') || p[k] == '_' ||
                                     (p[k] == '.' && !fl && i + k + 1 < L->n && p[k + 1] >= '0' && p[k + 1] <= '9')))
                 fl |= p[k++] == '.';
+            if (i + k + 1 < L->n && (p[k] == 'e' || p[k] == 'E')) { /* exponent: 1e16, 2.5e-3 */
+                size_t q = k + 1;
+                if (i + q < L->n && (p[q] == '+' || p[q] == '-')) q++;
+                if (i + q < L->n && p[q] >= '0' && p[q] <= '9') {
+                    while (i + q < L->n && p[q] >= '0' && p[q] <= '9') q++;
+                    k = q;
+                    fl = true;
+                }
+            }
             char tmp[64];
             size_t m = 0;
             for (size_t j = 0; j < k && m < 63; j++)

@@ -21,6 +21,8 @@ void *ja_alloc(jarena *a, size_t n) {
     struct jchunk *h = a->head;
     if (!h || h->used + n > h->cap) {
         size_t cap = n > (1u << 16) ? n : (1u << 16);
+        if (a->total + cap > JINJA_MAX_MEMORY) return NULL;
+        a->total += cap;
         h = malloc(sizeof *h + cap);
         if (!h) return NULL;
         h->next = a->head, h->used = 0, h->cap = cap;
@@ -54,7 +56,7 @@ void jinja_fail(jctx *c, int line, const char *fmt, ...) {
 void *jc_alloc(jctx *c, size_t n) {
     void *p = ja_alloc(&c->arena, n);
     if (!p) {
-        err_set(c->e, ERR_NOMEM, "out of memory rendering the template");
+        err_set(c->e, ERR_NOMEM, "out of memory rendering the template (the cap is %u MiB)", JINJA_MAX_MEMORY >> 20);
         longjmp(c->jb, 1);
     }
     return p;
@@ -147,7 +149,7 @@ bool jv_truthy(const jv *v) {
     case JV_INT: return v->i != 0;
     case JV_FLOAT: return v->f != 0;
     case JV_STR: return v->s.n != 0;
-    case JV_LIST: return v->l.n != 0;
+    case JV_LIST: return v->gen || v->l.n != 0;
     case JV_DICT: return v->ns || v->d.n != 0;
     default: return true;
     }
@@ -300,7 +302,10 @@ void jv_to_str(jctx *c, jbuf *b, const jv *v) {
     case JV_INT: snprintf(tmp, sizeof tmp, "%lld", (long long)v->i), jb_putz(c, b, tmp); return;
     case JV_FLOAT: put_float(c, b, v->f); return;
     case JV_STR: jb_put(c, b, v->s.p, v->s.n); return;
-    case JV_LIST: case JV_DICT: jv_to_repr(c, b, v); return;
+    case JV_LIST: case JV_DICT:
+        if (v->gen) jinja_fail(c, 0, "printing a generator, which jinja2 shows as its address (add |list)");
+        jv_to_repr(c, b, v);
+        return;
     default: jb_putz(c, b, v->k == JV_MACRO ? "<macro>" : "<function>"); return;
     }
 }
@@ -350,6 +355,7 @@ void jv_to_json(jctx *c, jbuf *b, const jv *v, int indent, bool sort_keys, int l
     case JV_INT: case JV_FLOAT: jv_to_str(c, b, v); return;
     case JV_STR: put_json_str(c, b, v->s.p, v->s.n); return;
     case JV_LIST:
+        if (v->gen) jinja_fail(c, 0, "tojson: Object of type generator is not JSON serializable (add |list)");
         if (!v->l.n) {
             jb_putz(c, b, "[]");
             return;

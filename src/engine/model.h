@@ -35,11 +35,13 @@ typedef struct hparams {
     int head_dim;          /* D (attention.key_length == value_length) */
     int n_rot;             /* rope.dimension_count */
     float rope_theta;      /* rope.freq_base (gemma3: of the global layers) */
+    /* dense-attention archs (llama.c, gemma3.c); qwen35 uses neither */
     float rope_freq_scale; /* 1 / rope.scaling.factor (linear scaling); 1 = none */
-    float attn_scale;      /* softmax scale of q.k */
+    float attn_scale;      /* softmax scale of q.k: 1/sqrt(D), gemma3's 27B 1/sqrt(C/Hq) */
     /* sliding-window attention (gemma3) */
     int n_swa;             /* attention.sliding_window; 0 = none */
     float rope_theta_swa;  /* rope.freq_base_swa of the sliding-window layers */
+    /* qwen35 */
     int full_attn_interval;
     /* gated delta net */
     int ssm_conv;          /* K (ssm.conv_kernel) */

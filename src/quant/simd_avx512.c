@@ -26,6 +26,7 @@ static inline __m512 bf16x16(const uint16_t *p) {
         __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();                                    \
         int64_t i = 0;                                                                                \
         for (; i + 64 <= n; i += 64) {                                                                \
+            simd_prefetch(x + i, 64 * sizeof *x);                                                     \
             a0 = _mm512_fmadd_ps(load(x + i), load(y + i), a0);                                       \
             a1 = _mm512_fmadd_ps(load(x + i + 16), load(y + i + 16), a1);                             \
             a2 = _mm512_fmadd_ps(load(x + i + 32), load(y + i + 32), a2);                             \

@@ -96,14 +96,14 @@ static inline void simd_store_i8x32(int8_t *dst, __m256i a, __m256i b, __m256i c
 
 /* Software prefetch of the weight stream: rows are read once, front to back, and the block kernels do
  * enough work per byte that the hardware prefetchers alone leave the core waiting on DRAM. Measured with
- * `llm170 quant-bench --mb 64` on a Xeon VM (single thread): with prefetch 4 KiB ahead, Q8_0 dot went
- * from ~6 to ~19 GB/s, Q4_K from ~5.5 to ~12, Q6_K from ~6 to ~14.5; 2 KiB ahead gained less, 8 KiB the
- * same. One prefetch per 64 bytes of block; past the row's end it touches the next row, which a
- * matrix-vector product reads next (a prefetch never faults). */
+ * `llm170 quant-bench --mb 64 --isa avx512` on a Xeon VM, single thread, no prefetch -> this one: Q8_0
+ * dot ~5 -> ~9.4 GB/s, Q4_K ~4.4 -> ~6.5, Q6_K ~4.6 -> ~7.4, F16 ~6.5 -> ~10.4 (4 runs each; 2 KiB
+ * ahead gained less, 8 KiB the same; prefetching each cache line exactly once was slightly worse than
+ * this one-prefetch-per-64-bytes-of-block, which re-requests some lines). Past the row's end it touches
+ * the next row, which a matrix-vector product reads next (a prefetch never faults). */
 #define SIMD_PF_AHEAD 4096
-static inline void simd_prefetch(const void *block, int size) {
-    const char *p = (const char *)block + SIMD_PF_AHEAD;
-    for (int o = 0; o < size; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+static inline void simd_prefetch(const void *p, int size) {
+    for (int o = 0; o < size; o += 64) _mm_prefetch((const char *)p + SIMD_PF_AHEAD + o, _MM_HINT_T0);
 }
 
 /* max |x[i]| over n (multiple of 8) floats */

@@ -24,6 +24,7 @@ static void SIMD_NAME(f32_vec_dot_f32)(int64_t n, float *s, const void *vx, cons
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        simd_prefetch(x + i, 16 * sizeof *x);
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
     }
@@ -37,6 +38,7 @@ static void SIMD_NAME(f16_vec_dot_f16)(int64_t n, float *s, const void *vx, cons
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        simd_prefetch(x + i, 16 * sizeof *x);
         __m256 x0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i)));
         __m256 y0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i)));
         __m256 x1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i + 8)));
@@ -60,6 +62,7 @@ static void SIMD_NAME(bf16_vec_dot_bf16)(int64_t n, float *s, const void *vx, co
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        simd_prefetch(x + i, 16 * sizeof *x);
         a0 = _mm256_fmadd_ps(SIMD_NAME(bf16x8_load)(x + i), SIMD_NAME(bf16x8_load)(y + i), a0);
         a1 = _mm256_fmadd_ps(SIMD_NAME(bf16x8_load)(x + i + 8), SIMD_NAME(bf16x8_load)(y + i + 8), a1);
     }
