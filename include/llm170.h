@@ -49,6 +49,38 @@ void llm170_model_desc(const llm170_model *m, char *buf, int cap);
  * to ids (at most cap). */
 int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap);
 
+/* ---- text: the model file's own tokenizer and chat template ----
+ * These fail with a clear error if the file has no tokenizer (or template) metadata. Arrays and strings
+ * returned through pointer arguments are malloc'd; free them with free(). */
+
+/* Encodes len bytes of UTF-8 text (invalid bytes become U+FFFD). add_special: BOS/EOS as the vocabulary
+ * says; parse_special: control tokens written in the text ("<|im_start|>") become their ids. */
+int llm170_tokenize(const llm170_model *m, const char *text, size_t len, bool add_special, bool parse_special,
+                    int32_t **ids, size_t *n_ids);
+/* Decodes ids to text; special: include the text of control tokens. */
+int llm170_detokenize(const llm170_model *m, const int32_t *ids, size_t n_ids, bool special, char **text,
+                      size_t *len);
+/* Whether id ends a generation (eos, eot, turn-end tokens). */
+bool llm170_token_is_eog(const llm170_model *m, int32_t id);
+
+/* Streaming detokenizer: push one generated token at a time; each push yields the bytes that became whole
+ * UTF-8 characters (a character split across tokens is held until complete). *out stays valid until the
+ * next call on the same stream. A stream must be freed before its model. */
+typedef struct llm170_detok llm170_detok;
+int llm170_detok_new(const llm170_model *m, bool special, llm170_detok **out);
+void llm170_detok_free(llm170_detok *d);
+int llm170_detok_push(llm170_detok *d, int32_t id, const char **out, size_t *len);
+/* Ends the stream: an incomplete held character comes out as U+FFFD. */
+int llm170_detok_flush(llm170_detok *d, const char **out, size_t *len);
+
+/* Renders a conversation with the model's chat template (tokenizer.chat_template), as transformers'
+ * apply_chat_template does. messages_json: an OpenAI-style messages array; tools_json: an array or NULL;
+ * enable_thinking: -1 = the template's default, 0 / 1. template_override: NULL, or a template text, or
+ * the name of a built-in ("chatml", "llama3", "gemma") used when the file has none. */
+int llm170_chat_render(const llm170_model *m, const char *messages_json, const char *tools_json,
+                       bool add_generation_prompt, int enable_thinking, const char *template_override,
+                       char **out, size_t *len);
+
 typedef struct llm170_context_params {
     int n_seq;    /* parallel sequences (>= 1) */
     int n_ctx;    /* tokens per sequence (>= 1) */

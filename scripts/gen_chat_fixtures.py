@@ -3,7 +3,8 @@
 machinery (render_jinja_template, jinja2 3.1) renders for each, for tests/chat/test_chat_templates.c.
 
 Templates: llama.cpp's models/templates/*.jinja (the templates real models ship) for the families named in
-POPULAR; all others are rendered too and only counted (--all prints the tally without writing them).
+POPULAR, plus the tokenizer.chat_template embedded in llama.cpp's vocabulary GGUFs (named gguf-NAME);
+all others are rendered too and only counted (--all prints the tally without writing them).
 Conversations: CONVS below (system prompt, multi-turn, tool calls with tools, thinking, content parts),
 each with add_generation_prompt on and off, and enable_thinking unset / false / true where the template
 reads it. strftime_now is pinned to NOW (UTC) on both sides so fixtures do not depend on the date.
@@ -79,8 +80,29 @@ def main():
     ap.add_argument("--out", default="tests/chat/fixtures")
     ap.add_argument("--all", action="store_true", help="also render every other template (tally only)")
     ap.add_argument("--every", action="store_true", help="write fixtures for every template (use with --out)")
+    ap.add_argument("--gguf-dir", default=os.path.join(os.path.dirname(TEMPLATES), ""),
+                    help="also take tokenizer.chat_template from the ggml-vocab-*.gguf files here (as gguf-NAME)")
     a = ap.parse_args()
     names = sorted(n[:-6] for n in os.listdir(a.templates) if n.endswith(".jinja"))
+    # templates embedded in llama.cpp's vocabulary GGUFs (real models' files): extracted to a temp dir
+    extra_dir = None
+    if a.gguf_dir and os.path.isdir(a.gguf_dir):
+        import tempfile
+        from gguf import GGUFReader
+        extra_dir = tempfile.mkdtemp()
+        for g in sorted(os.listdir(a.gguf_dir)):
+            if not (g.startswith("ggml-vocab-") and g.endswith(".gguf")):
+                continue
+            try:
+                f = GGUFReader(os.path.join(a.gguf_dir, g)).fields.get("tokenizer.chat_template")
+            except Exception:
+                continue
+            if f is None:
+                continue
+            name = "gguf-" + g[len("ggml-vocab-"):-len(".gguf")]
+            open(os.path.join(extra_dir, name + ".jinja"), "w", encoding="utf-8").write(bytes(f.parts[f.data[0]]).decode())
+            names.append(name)
+            POPULAR.append(name)
     chosen = [n for n in names if n in POPULAR or a.every]
     missing = set(POPULAR) - set(names)
     if missing:
@@ -93,7 +115,7 @@ def main():
     json.dump(TOOLS, open(os.path.join(a.out, "conv", "functions.json"), "w"), indent=1)
     lines, n_ok, n_err = [], 0, 0
     for name in (names if a.all else chosen):
-        src = os.path.join(a.templates, name + ".jinja")
+        src = os.path.join(extra_dir if name.startswith("gguf-") else a.templates, name + ".jinja")
         tmpl = open(src, encoding="utf-8").read()
         write = name in chosen
         if write:

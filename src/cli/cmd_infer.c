@@ -1,5 +1,7 @@
-/* llm170 infer: prefill one or more prompts (given as token ids) as parallel sequences of one batch, then
- * generate, printing one JSON line per generated token: {"seq": 0, "pos": 5, "token": 123}. */
+/* llm170 infer: prefill one or more prompts (token ids with --prompt-tokens, or text with --prompt,
+ * tokenized by the model's own tokenizer) as parallel sequences of one batch, then generate, printing one
+ * JSON line per generated token: {"seq": 0, "pos": 5, "token": 123, "text": "..."} ("text" when the
+ * model has a tokenizer: the bytes this token completes, never half a UTF-8 character). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,16 +12,31 @@
 
 #define MAX_PROMPTS 64
 
+/* Prints s as the inside of a JSON string literal (UTF-8 passes through; quotes, backslashes and
+ * control characters escaped). */
+static void json_print_chars(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c == '\n') printf("\\n");
+        else if (c == '\t') printf("\\t");
+        else if (c == '\r') printf("\\r");
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+}
+
 static void usage(void) {
     fprintf(stderr,
-            "usage: llm170 infer --model M --prompt-tokens 1,2,3 [--prompt-tokens ...] [--n-predict N]\n"
+            "usage: llm170 infer --model M (--prompt-tokens 1,2,3 | --prompt TEXT) [...more prompts] [--n-predict N]\n"
             "         [--threads N] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n");
 }
 
 int cmd_infer(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *texts[MAX_PROMPTS];
+    int n_texts = 0;
     int32_t *prompts[MAX_PROMPTS];
     int lens[MAX_PROMPTS], n_prompts = 0, n_predict = 32, n_ctx = 0, n_batch = 512, rc = 1;
     bool ignore_eos = false;
@@ -29,6 +46,7 @@ int cmd_infer(int argc, char **argv) {
     llm170_model *model = NULL;
     llm170_context *ctx = NULL;
     llm170_sampler *samplers[MAX_PROMPTS] = {0};
+    llm170_detok *detok[MAX_PROMPTS] = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool ok = true;
@@ -54,6 +72,12 @@ int cmd_infer(int argc, char **argv) {
             }
             ok = args_int_list("infer", a, v, &prompts[n_prompts], &lens[n_prompts]);
             if (ok) n_prompts++;
+        } else if (!strcmp(a, "--prompt") || !strcmp(a, "-p")) {
+            if (n_prompts + n_texts == MAX_PROMPTS) {
+                fprintf(stderr, "llm170 infer: at most %d prompts\n", MAX_PROMPTS);
+                goto done;
+            }
+            texts[n_texts++] = v;
         } else if (!strcmp(a, "--n-predict") || !strcmp(a, "-n")) ok = args_int("infer", a, v, 0, 1 << 24, &n_predict);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("infer", a, v, 1, 1024, &mp.n_threads);
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("infer", a, v, 1, 1 << 24, &n_ctx);
@@ -76,9 +100,25 @@ int cmd_infer(int argc, char **argv) {
             goto done;
         }
     }
-    if (!path || n_prompts == 0) {
-        fprintf(stderr, "llm170 infer: --model and at least one --prompt-tokens are required\n");
+    if (!path || n_prompts + n_texts == 0) {
+        fprintf(stderr, "llm170 infer: --model and at least one --prompt-tokens or --prompt are required\n");
         goto usage_error;
+    }
+    if (llm170_model_load(path, &mp, &model)) {
+        fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+        goto done;
+    }
+    for (int i = 0; i < n_texts; i++) {
+        size_t n = 0;
+        if (llm170_tokenize(model, texts[i], strlen(texts[i]), true, true, &prompts[n_prompts], &n)) {
+            fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+            goto done;
+        }
+        lens[n_prompts++] = (int)n;
+        if (n == 0) {
+            fprintf(stderr, "llm170 infer: prompt %d tokenizes to nothing\n", i);
+            goto done;
+        }
     }
     int longest = 0;
     for (int p = 0; p < n_prompts; p++) longest = lens[p] > longest ? lens[p] : longest;
@@ -88,17 +128,13 @@ int cmd_infer(int argc, char **argv) {
                 longest, n_predict, n_ctx);
         goto done;
     }
-    if (llm170_model_load(path, &mp, &model)) {
-        fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
-        goto done;
-    }
     llm170_context_params cp = {.n_seq = n_prompts, .n_ctx = n_ctx, .n_batch = n_batch};
     if (llm170_context_new(model, &cp, &ctx)) {
         fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
         goto done;
     }
-    int32_t eog[8];
-    int n_eog = ignore_eos ? 0 : llm170_model_eog_tokens(model, eog, 8);
+    bool has_text = llm170_detok_new(model, false, &detok[0]) == 0;
+    for (int p = 1; has_text && p < n_prompts; p++) has_text = llm170_detok_new(model, false, &detok[p]) == 0;
     llm170_seq_batch batch[MAX_PROMPTS];
     int32_t next[MAX_PROMPTS];
     bool active[MAX_PROMPTS];
@@ -124,9 +160,26 @@ int cmd_infer(int argc, char **argv) {
             int p = batch[b].seq;
             int32_t tok = llm170_sample(samplers[p], llm170_logits(ctx, row));
             llm170_sampler_accept(samplers[p], tok);
-            printf("{\"seq\": %d, \"pos\": %d, \"token\": %d}\n", p, llm170_seq_len(ctx, p), tok);
-            bool stop = false;
-            for (int k = 0; k < n_eog; k++) stop |= tok == eog[k];
+            bool stop = !ignore_eos && llm170_token_is_eog(model, tok);
+            printf("{\"seq\": %d, \"pos\": %d, \"token\": %d", p, llm170_seq_len(ctx, p), tok);
+            if (has_text) {
+                /* the bytes this token completes; on a sequence's last token also any held partial
+                 * character (as U+FFFD) */
+                const char *piece = "", *tail = "";
+                size_t plen = 0, tlen = 0;
+                if (llm170_detok_push(detok[p], tok, &piece, &plen)) {
+                    fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+                    goto done;
+                }
+                printf(", \"text\": \"");
+                json_print_chars(piece, plen);
+                if (stop || step + 1 == n_predict) {
+                    llm170_detok_flush(detok[p], &tail, &tlen);
+                    json_print_chars(tail, tlen);
+                }
+                putchar('"');
+            }
+            printf("}\n");
             if (stop) {
                 active[p] = false;
                 continue;
@@ -147,6 +200,7 @@ done:
     for (int p = 0; p < n_prompts; p++) {
         free(prompts[p]);
         llm170_sampler_free(samplers[p]);
+        llm170_detok_free(detok[p]);
     }
     llm170_context_free(ctx);
     llm170_model_free(model);

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "engine/forward.h"
+#include "chat/chat.h"
 #include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
 #include "llm170.h"
 
 static _Thread_local char last_error[512];
@@ -20,6 +22,12 @@ static int fail(const err *e) {
 struct llm170_model {
     backend *be;
     model *m;
+    tokenizer *tok;       /* NULL if the file has no (supported) tokenizer; tok_err says why */
+    char tok_err[1024];
+};
+
+struct llm170_detok {
+    tok_stream *s;
 };
 
 struct llm170_context {
@@ -53,12 +61,19 @@ int llm170_model_load(const char *path, const llm170_model_params *params, llm17
         free(lm);
         return fail(&e);
     }
+    /* The tokenizer is optional at load (token-id users need none); text calls report why it is missing. */
+    err te = {0};
+    if (!gguf_find_kv(lm->m->gguf, "tokenizer.ggml.model"))
+        snprintf(lm->tok_err, sizeof lm->tok_err, "%s has no tokenizer (no tokenizer.ggml.model key)", path);
+    else if (tok_load_gguf(&lm->tok, lm->m->gguf, &te))
+        snprintf(lm->tok_err, sizeof lm->tok_err, "%s: tokenizer: %s", path, te.msg);
     *out = lm;
     return 0;
 }
 
 void llm170_model_free(llm170_model *m) {
     if (!m) return;
+    tok_free(m->tok);
     model_free(m->m);
     backend_free(m->be);
     free(m);
@@ -114,6 +129,97 @@ void llm170_model_desc(const llm170_model *m, char *buf, int cap) {
     else snprintf(size, sizeof size, "%.0fM", p / 1e6);
     bool has_ft = gguf_get_u32(m->m->gguf, "general.file_type", &ft, NULL) == 0;
     snprintf(buf, (size_t)cap, "%s %s %s", model_arch_name(m->m->arch), size, has_ft ? ftype_name(ft) : "?");
+}
+
+static int need_tok(const llm170_model *m) {
+    if (m->tok) return 0;
+    err e;
+    err_set(&e, ERR_UNSUPPORTED, "%s", m->tok_err);
+    return fail(&e);
+}
+
+int llm170_tokenize(const llm170_model *m, const char *text, size_t len, bool add_special, bool parse_special,
+                    int32_t **ids, size_t *n_ids) {
+    err e = {0};
+    if (need_tok(m)) return ERR_UNSUPPORTED;
+    unsigned flags = (add_special ? TOK_ADD_SPECIAL : 0) | (parse_special ? TOK_PARSE_SPECIAL : 0);
+    if (tok_encode(m->tok, text, len, flags, ids, n_ids, &e)) return fail(&e);
+    return 0;
+}
+
+int llm170_detokenize(const llm170_model *m, const int32_t *ids, size_t n_ids, bool special, char **text,
+                      size_t *len) {
+    err e = {0};
+    if (need_tok(m)) return ERR_UNSUPPORTED;
+    if (tok_decode(m->tok, ids, n_ids, special, text, len, &e)) return fail(&e);
+    return 0;
+}
+
+bool llm170_token_is_eog(const llm170_model *m, int32_t id) {
+    if (m->tok) return tok_is_eog(m->tok, id);
+    int32_t eog[8];
+    int n = llm170_model_eog_tokens(m, eog, 8);
+    for (int i = 0; i < n; i++)
+        if (eog[i] == id) return true;
+    return false;
+}
+
+int llm170_detok_new(const llm170_model *m, bool special, llm170_detok **out) {
+    *out = NULL;
+    if (need_tok(m)) return ERR_UNSUPPORTED;
+    llm170_detok *d = calloc(1, sizeof *d);
+    if (!d || !(d->s = tok_stream_new(m->tok, special))) {
+        free(d);
+        return fail(&(err){ERR_NOMEM, "out of memory"});
+    }
+    *out = d;
+    return 0;
+}
+
+void llm170_detok_free(llm170_detok *d) {
+    if (!d) return;
+    tok_stream_free(d->s);
+    free(d);
+}
+
+int llm170_detok_push(llm170_detok *d, int32_t id, const char **out, size_t *len) {
+    err e = {0};
+    if (tok_stream_push(d->s, id, out, len, &e)) return fail(&e);
+    return 0;
+}
+
+int llm170_detok_flush(llm170_detok *d, const char **out, size_t *len) {
+    return tok_stream_flush(d->s, out, len);
+}
+
+int llm170_chat_render(const llm170_model *m, const char *messages_json, const char *tools_json,
+                       bool add_generation_prompt, int enable_thinking, const char *template_override,
+                       char **out, size_t *len) {
+    err e = {0};
+    gguf_str tmpl = {0};
+    if (template_override) {
+        const char *b = chat_builtin_template(template_override);
+        tmpl.ptr = b ? b : template_override;
+        tmpl.len = strlen(tmpl.ptr);
+    } else if (gguf_get_str(m->m->gguf, "tokenizer.chat_template", &tmpl, NULL) != 0) {
+        err_set(&e, ERR_NOTFOUND,
+                "the model file has no chat template (tokenizer.chat_template); pass a template or one of the "
+                "built-ins: %s", chat_builtin_names());
+        return fail(&e);
+    }
+    char bos[256] = "", eos[256] = "";
+    if (m->tok) {
+        size_t n;
+        const char *t;
+        if (tok_bos(m->tok) >= 0 && (t = tok_token_text(m->tok, tok_bos(m->tok), &n)) && n < sizeof bos) memcpy(bos, t, n);
+        if (tok_eos(m->tok) >= 0 && (t = tok_token_text(m->tok, tok_eos(m->tok), &n)) && n < sizeof eos) memcpy(eos, t, n);
+    }
+    chat_opts o = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking,
+                   .bos_token = bos, .eos_token = eos};
+    if (chat_render(tmpl.ptr, (size_t)tmpl.len, messages_json, strlen(messages_json), tools_json,
+                    tools_json ? strlen(tools_json) : 0, &o, out, len, &e))
+        return fail(&e);
+    return 0;
 }
 
 int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap) {

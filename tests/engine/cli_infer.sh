@@ -13,7 +13,7 @@ bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 out=$("$bin" infer --model "$dir/m.gguf" --prompt-tokens 1,2,3 --prompt-tokens 7,8 --n-predict 4 --ignore-eos -t 2)
 [ "$(echo "$out" | grep -c '"seq": 0')" = 4 ] && ok || bad "seq 0 should get 4 tokens: $out"
 [ "$(echo "$out" | grep -c '"seq": 1')" = 4 ] && ok || bad "seq 1 should get 4 tokens"
-echo "$out" | head -1 | grep -Eq '^\{"seq": 0, "pos": 3, "token": [0-9]+\}$' && ok || bad "json line format: $(echo "$out" | head -1)"
+echo "$out" | head -1 | grep -Eq '^\{"seq": 0, "pos": 3, "token": [0-9]+, "text": ".*"\}$' && ok || bad "json line format: $(echo "$out" | head -1)"
 # the second prompt alone gives the same stream as in the batch
 alone=$("$bin" infer --model "$dir/m.gguf" --prompt-tokens 7,8 --n-predict 4 --ignore-eos -t 1 | grep -o '"token": [0-9]*')
 inbatch=$(echo "$out" | grep '"seq": 1' | grep -o '"token": [0-9]*')
