@@ -122,6 +122,19 @@ int llm170_seq_len(const llm170_context *c, int seq);
 /* Forgets a sequence (its KV cache and recurrent state). */
 void llm170_seq_reset(llm170_context *c, int seq);
 
+/* Prefix reuse. llm170_seq_truncate keeps the first n tokens of a sequence (0 <= n <= its length). Models
+ * with recurrent (GDN) blocks cannot roll their state back, so for them only n == length (a no-op) or
+ * n == 0 succeed; they reuse a prefix through a state checkpoint instead:
+ * llm170_seq_state_size gives the bytes of one checkpoint; llm170_seq_save_state writes the sequence's
+ * recurrent state and length into buf (caller-owned, at least that many bytes); llm170_seq_restore_state
+ * puts them back and cuts the sequence to the saved length, which must not exceed its current length.
+ * The caller promises the sequence still holds the tokens it held when saved (it was not reset since):
+ * the KV cache below the saved length is then still exact. */
+int llm170_seq_truncate(llm170_context *c, int seq, int n);
+size_t llm170_seq_state_size(const llm170_context *c);
+int llm170_seq_save_state(const llm170_context *c, int seq, void *buf, size_t cap);
+int llm170_seq_restore_state(llm170_context *c, int seq, const void *buf, size_t size);
+
 typedef struct llm170_sampler_params {
     float temperature;       /* <= 0: greedy */
     int top_k;               /* <= 0: off */

@@ -155,7 +155,7 @@ struct jctx {
     int ctl; /* pending break / continue */
     long long now; /* strftime_now's time (UTC) when nonzero, else the local current time */
 };
-_Noreturn void jinja_fail(jctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+__attribute__((noreturn, format(printf, 3, 4))) void jinja_fail(jctx *c, int line, const char *fmt, ...);
 void *jc_alloc(jctx *c, size_t n); /* fails the render on out of memory */
 
 jscope *jscope_new(jctx *c, jscope *parent);

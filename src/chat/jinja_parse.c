@@ -498,8 +498,8 @@ static jnode *parse_stmt(parser *P) {
         n->line = line;
         n->name = take_name(P);
         expect_op(P, "(");
-        const char *names[32];
-        jnode *defs[32];
+        const char *names[32] = {0};
+        jnode *defs[32] = {0};
         size_t nn = 0;
         while (!is_op(P, ")")) {
             if (nn == 32) jinja_fail(P->c, line, "too many macro parameters");

@@ -410,7 +410,7 @@ typedef struct jparse {
     int depth;
 } jparse;
 
-_Noreturn static void jp_fail(jparse *p, const char *msg) {
+__attribute__((noreturn)) static void jp_fail(jparse *p, const char *msg) {
     jinja_fail(p->c, 0, "%s: invalid JSON at byte %zu: %s", p->what, p->i, msg);
 }
 

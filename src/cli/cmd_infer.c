@@ -1,7 +1,11 @@
 /* llm170 infer: prefill one or more prompts (token ids with --prompt-tokens, or text with --prompt,
  * tokenized by the model's own tokenizer) as parallel sequences of one batch, then generate, printing one
  * JSON line per generated token: {"seq": 0, "pos": 5, "token": 123, "text": "..."} ("text" when the
- * model has a tokenizer: the bytes this token completes, never half a UTF-8 character). */
+ * model has a tokenizer: the bytes this token completes, never half a UTF-8 character). With
+ * --top-logprobs N each line also has "logprob" (the chosen token's log-softmax of the raw logits) and
+ * "top": [[id, logprob], ...] (the N most likely tokens, best first), as cross-checks against
+ * llama.cpp's n_probs read them. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +30,34 @@ static void json_print_chars(const char *s, size_t n) {
     }
 }
 
+/* Log-softmax of the row for token `tok` and the n most likely tokens (best first, ties by lower id),
+ * printed as JSON fields. Computed from the raw logits (before sampling), in double for the sum. */
+static void print_top_logprobs(const float *row, int n_vocab, int32_t tok, int n) {
+    float mx = row[0];
+    for (int v = 1; v < n_vocab; v++) mx = row[v] > mx ? row[v] : mx;
+    double sum = 0;
+    for (int v = 0; v < n_vocab; v++) sum += exp((double)row[v] - mx);
+    double lse = mx + log(sum);
+    int top[64];
+    int k = 0;
+    for (int v = 0; v < n_vocab; v++) {
+        if (k == n && row[v] <= row[top[k - 1]]) continue;
+        int j = k < n ? k++ : k - 1;
+        while (j > 0 && row[top[j - 1]] < row[v]) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = v;
+    }
+    printf(", \"logprob\": %.6f, \"top\": [", row[tok] - lse);
+    for (int j = 0; j < k; j++) printf("%s[%d, %.6f]", j ? ", " : "", top[j], row[top[j]] - lse);
+    putchar(']');
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: llm170 infer --model M (--prompt-tokens 1,2,3 | --prompt TEXT) [...more prompts] [--n-predict N]\n"
-            "         [--threads N] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos]\n"
+            "         [--threads N] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos] [--top-logprobs N]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n");
 }
@@ -38,7 +66,7 @@ int cmd_infer(int argc, char **argv) {
     const char *path = NULL, *texts[MAX_PROMPTS];
     int n_texts = 0;
     int32_t *prompts[MAX_PROMPTS];
-    int lens[MAX_PROMPTS], n_prompts = 0, n_predict = 32, n_ctx = 0, n_batch = 512, rc = 1;
+    int lens[MAX_PROMPTS], n_prompts = 0, n_predict = 32, n_ctx = 0, n_batch = 512, n_top = 0, rc = 1;
     bool ignore_eos = false;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
@@ -91,6 +119,7 @@ int cmd_infer(int argc, char **argv) {
         else if (!strcmp(a, "--frequency-penalty")) ok = args_float("infer", a, v, -100, 100, &sp.frequency_penalty);
         else if (!strcmp(a, "--repeat-last-n")) ok = args_int("infer", a, v, 0, 1 << 20, &sp.penalty_last_n);
         else if (!strcmp(a, "--seed")) ok = args_u64("infer", a, v, &sp.seed);
+        else if (!strcmp(a, "--top-logprobs")) ok = args_int("infer", a, v, 0, 64, &n_top);
         else {
             fprintf(stderr, "llm170 infer: unknown flag '%s'\n", a);
             goto usage_error;
@@ -158,7 +187,8 @@ int cmd_infer(int argc, char **argv) {
         int row = 0, n_next = 0;
         for (int b = 0; b < n_batch_seqs; b++, row++) {
             int p = batch[b].seq;
-            int32_t tok = llm170_sample(samplers[p], llm170_logits(ctx, row));
+            const float *logits = llm170_logits(ctx, row);
+            int32_t tok = llm170_sample(samplers[p], logits);
             llm170_sampler_accept(samplers[p], tok);
             bool stop = !ignore_eos && llm170_token_is_eog(model, tok);
             printf("{\"seq\": %d, \"pos\": %d, \"token\": %d", p, llm170_seq_len(ctx, p), tok);
@@ -179,6 +209,7 @@ int cmd_infer(int argc, char **argv) {
                 }
                 putchar('"');
             }
+            if (n_top > 0) print_top_logprobs(logits, llm170_model_n_vocab(model), tok, n_top);
             printf("}\n");
             if (stop) {
                 active[p] = false;

@@ -115,7 +115,7 @@ static int cmp_double(const void *a, const void *b) {
 /* Median seconds of one pass over all rows; op 0 = dequant, 1 = dot. `sink` keeps results observable. */
 static double time_pass(const quant_ops *ops, int op, const unsigned char *w, size_t row_bytes, int64_t rows,
                         int64_t n, const void *act, float *buf, int reps, volatile float *sink) {
-    double t[MAX_REPS];
+    double t[MAX_REPS] = {0};
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
         float acc = 0.0f;
         const double t0 = timer_now();

@@ -380,6 +380,89 @@ void llm170_seq_reset(llm170_context *c, int seq) {
     if (seq >= 0 && seq < c->p.n_seq) kv_reset(c->kv, seq);
 }
 
+/* A checkpoint: this header, then kv_rec_floats floats. */
+typedef struct seq_ckpt {
+    uint32_t magic;
+    int32_t n_past, mtp_past;
+    int32_t n_floats;
+} seq_ckpt;
+_Static_assert(sizeof(seq_ckpt) == 16, "checkpoint header is 16 bytes so the floats after it stay aligned");
+#define SEQ_CKPT_MAGIC 0x4b43534cu /* "LSCK" */
+
+static int check_seq(const llm170_context *c, int seq, err *e) {
+    if (seq < 0 || seq >= c->p.n_seq) return err_set(e, ERR_ARG, "sequence %d is outside 0..%d", seq, c->p.n_seq - 1);
+    return 0;
+}
+
+int llm170_seq_truncate(llm170_context *c, int seq, int n) {
+    err e = {0};
+    if (check_seq(c, seq, &e)) return fail(&e);
+    seq_cache *sc = &c->kv->seqs[seq];
+    if (n < 0 || n > sc->n_past) {
+        err_set(&e, ERR_RANGE, "sequence %d holds %d tokens; cannot truncate it to %d", seq, sc->n_past, n);
+        return fail(&e);
+    }
+    if (n == 0) {
+        kv_reset(c->kv, seq);
+        return 0;
+    }
+    if (n != sc->n_past && kv_rec_floats(c->kv) > 0) {
+        err_set(&e, ERR_UNSUPPORTED, "%s has recurrent blocks whose state cannot be rolled back from %d to %d "
+                "tokens; restore a checkpoint (llm170_seq_restore_state) instead",
+                model_arch_name(c->model->m->arch), sc->n_past, n);
+        return fail(&e);
+    }
+    sc->n_past = n;
+    if (sc->mtp_past > n) sc->mtp_past = n;
+    return 0;
+}
+
+size_t llm170_seq_state_size(const llm170_context *c) {
+    return sizeof(seq_ckpt) + sizeof(float) * (size_t)kv_rec_floats(c->kv);
+}
+
+int llm170_seq_save_state(const llm170_context *c, int seq, void *buf, size_t cap) {
+    err e = {0};
+    if (check_seq(c, seq, &e)) return fail(&e);
+    size_t need = llm170_seq_state_size(c);
+    if (!buf || cap < need) {
+        err_set(&e, ERR_RANGE, "a state checkpoint needs %zu bytes, the buffer has %zu", need, buf ? cap : 0);
+        return fail(&e);
+    }
+    const seq_cache *sc = &c->kv->seqs[seq];
+    seq_ckpt h = {SEQ_CKPT_MAGIC, sc->n_past, sc->mtp_past, (int32_t)kv_rec_floats(c->kv)};
+    memcpy(buf, &h, sizeof h);
+    kv_rec_save(c->kv, seq, (float *)((char *)buf + sizeof h));
+    return 0;
+}
+
+int llm170_seq_restore_state(llm170_context *c, int seq, const void *buf, size_t size) {
+    err e = {0};
+    if (check_seq(c, seq, &e)) return fail(&e);
+    seq_ckpt h;
+    if (!buf || size < sizeof h) {
+        err_set(&e, ERR_FORMAT, "a state checkpoint has at least %zu bytes, got %zu", sizeof h, buf ? size : 0);
+        return fail(&e);
+    }
+    memcpy(&h, buf, sizeof h);
+    seq_cache *sc = &c->kv->seqs[seq];
+    if (h.magic != SEQ_CKPT_MAGIC || h.n_floats != kv_rec_floats(c->kv) || size != llm170_seq_state_size(c)) {
+        err_set(&e, ERR_FORMAT, "not a state checkpoint of this context's model (magic %08x, %d floats, %zu "
+                "bytes; expected %d floats, %zu bytes)", h.magic, h.n_floats, size, (int)kv_rec_floats(c->kv),
+                llm170_seq_state_size(c));
+        return fail(&e);
+    }
+    if (h.n_past < 0 || h.n_past > sc->n_past) {
+        err_set(&e, ERR_RANGE, "the checkpoint is at %d tokens but sequence %d holds only %d: it was reset or "
+                "refilled since the checkpoint", h.n_past, seq, sc->n_past);
+        return fail(&e);
+    }
+    kv_rec_restore(c->kv, seq, (const float *)((const char *)buf + sizeof h));
+    sc->n_past = h.n_past;
+    if (sc->mtp_past > h.mtp_past) sc->mtp_past = h.mtp_past;
+    return 0;
+}
+
 llm170_sampler_params llm170_sampler_default_params(void) {
     sampler_params d = sampler_defaults();
     return (llm170_sampler_params){d.temperature, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.presence_penalty,

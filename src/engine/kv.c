@@ -84,3 +84,36 @@ void kv_reset(kv_state *kv, int s) {
         if (c->ssm[il]) be->ops->zero(be, c->ssm[il], ssm_floats(&kv->m->hp));
     }
 }
+
+/* Recurrent state of one sequence, in floats: every GDN block's conv window and S matrix (0 for models
+ * with attention blocks only, whose KV entries below n_past stay valid when n_past shrinks). */
+int64_t kv_rec_floats(const kv_state *kv) {
+    int64_t n = 0;
+    for (int il = 0; il < kv->m->hp.n_block; il++)
+        if (kv->m->layers[il].is_gdn) n += conv_floats(&kv->m->hp) + ssm_floats(&kv->m->hp);
+    return n;
+}
+
+void kv_rec_save(const kv_state *kv, int s, float *dst) {
+    const seq_cache *c = &kv->seqs[s];
+    backend *be = kv->m->be;
+    for (int il = 0; il < kv->m->hp.n_block; il++) {
+        if (!c->conv[il]) continue;
+        be->ops->download(be, dst, c->conv[il], conv_floats(&kv->m->hp));
+        dst += conv_floats(&kv->m->hp);
+        be->ops->download(be, dst, c->ssm[il], ssm_floats(&kv->m->hp));
+        dst += ssm_floats(&kv->m->hp);
+    }
+}
+
+void kv_rec_restore(kv_state *kv, int s, const float *src) {
+    seq_cache *c = &kv->seqs[s];
+    backend *be = kv->m->be;
+    for (int il = 0; il < kv->m->hp.n_block; il++) {
+        if (!c->conv[il]) continue;
+        be->ops->upload(be, c->conv[il], src, conv_floats(&kv->m->hp));
+        src += conv_floats(&kv->m->hp);
+        be->ops->upload(be, c->ssm[il], src, ssm_floats(&kv->m->hp));
+        src += ssm_floats(&kv->m->hp);
+    }
+}

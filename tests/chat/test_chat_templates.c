@@ -39,7 +39,7 @@ static void run_manifest(void) {
             tmpl_cases = tmpl_same = 0;
         }
         char path[1024];
-        size_t tn, mn, tln = 0, en = 0;
+        size_t tn = 0, mn = 0, tln = 0, en = 0;
         snprintf(path, sizeof path, FIX "templates/%s.jinja", tname);
         char *tmpl = slurp(path, &tn);
         snprintf(path, sizeof path, FIX "conv/%s.json", conv);
@@ -146,7 +146,7 @@ static void unit(void) {
     /* built-ins */
     const char *conv = "[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"Yo\"}]";
     chat_opts o = {.add_generation_prompt = true, .enable_thinking = -1, .bos_token = "<bos>"};
-    char *out;
+    char *out = NULL;
     size_t on;
     err e = {0};
     const char *t = chat_builtin_template("chatml");

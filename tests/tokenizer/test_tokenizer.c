@@ -226,7 +226,7 @@ static void test_errors(void) {
 
 /* A vocabulary through a GGUF file: the loader reads every tokenizer.ggml key we use. */
 static void test_gguf(void) {
-    const char *texts[] = {"<|endoftext|>", "a", "b", "ab", "\xC4\xA0", "\xC4\xA0" "ab", "<|im_start|>"};
+    const char *texts[] = {"<|endoftext|>", "a", "b", "ab", "\xC4\xA0", ("\xC4\xA0" "ab"), "<|im_start|>"};
     const int32_t types[] = {3, 1, 1, 1, 1, 1, 3};
     const char *merges[] = {"a b", "\xC4\xA0 ab"};
     gguf_writer *w = gguf_writer_new();
@@ -311,7 +311,7 @@ static void test_gguf_bad(void) {
 /* A long text (>= 4 KiB: the special-token search is pre-filtered by 4-grams) with special tokens in it
  * encodes to the concatenation of its pieces encoded one by one (short: no filter). */
 static void test_long_specials(void) {
-    static char bytes[256][3], ctl[20][16];
+    static char bytes[256][3], ctl[20][32];
     const char *texts[276];
     int32_t types[276];
     for (int b = 0; b < 256; b++) {

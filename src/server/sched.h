@@ -1,0 +1,133 @@
+/* srv sched: the scheduler. One thread owns the llm170 context and makes every llm170_decode; HTTP threads
+ * only submit jobs and read their output.
+ *
+ * Slots: the context has N sequences, one per slot. A job is taken from the bounded FIFO queue only when
+ * a slot is free (never dequeued into nowhere). Each step decodes, in ONE llm170_decode, the next token of
+ * every generating slot plus prompt chunks of prefilling slots in arrival order, up to a per-step token
+ * budget (continuous batching: jobs join and leave between steps).
+ * Prefix reuse: a free slot keeps the tokens its sequence holds. A new job picks the free slot sharing the
+ * longest prefix with its prompt and skips decoding that prefix: attention-only models truncate the
+ * sequence to it; hybrid (GDN) models, whose state cannot be rolled back, reuse either the slot's whole
+ * cached sequence (a conversation that continues) or a checkpoint of the recurrent state saved when the
+ * prompt's prefill reached its last token (the same prompt again, or one extending it). Prefill therefore
+ * stops one token short of the prompt; that last token is decoded with the generation batch.
+ * A slot that is not reused is llm170_seq_reset (KV and GDN state zeroed) before the next job.
+ * Cancellation: a job flagged by srv_job_cancel (client gone) is finished at the start of the next step
+ * and its slot reset and freed.
+ * Output: text comes out of the streaming detokenizer (whole UTF-8 characters only) and is held back
+ * while it could be the start of a stop string, so no part of a stop string is ever emitted.
+ *
+ * Ownership: srv_sched_submit takes a job reference; the submitter keeps its own and drops it with
+ * srv_job_release. A job is freed when both references are gone. */
+#ifndef LLM170_SERVER_SCHED_H
+#define LLM170_SERVER_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llm170.h"
+#include "server/metrics.h"
+
+enum srv_finish {
+    SRV_RUNNING = 0,
+    SRV_FIN_EOG,       /* the model ended its turn */
+    SRV_FIN_STOP,      /* a stop string (stop_index says which) */
+    SRV_FIN_LENGTH,    /* max_tokens or the context ran out */
+    SRV_FIN_CANCELLED, /* the client went away */
+    SRV_FIN_ERROR,     /* the engine failed; err says why */
+};
+
+#define SRV_TOP_MAX 20
+
+/* One generated token's log-probability and its most likely alternatives (if asked for). */
+typedef struct srv_lp {
+    int32_t token;
+    float logprob;
+    int n_top;
+    int32_t top_tok[SRV_TOP_MAX];
+    float top_lp[SRV_TOP_MAX];
+} srv_lp;
+
+typedef struct srv_gen {
+    int max_tokens;               /* > 0 */
+    llm170_sampler_params sp;
+    char **stop;                  /* n_stop strings, owned by the job once submitted */
+    int n_stop;
+    int n_probs;                  /* -1: no logprobs */
+    bool ignore_eos;
+} srv_gen;
+
+typedef struct srv_job srv_job;
+
+/* A new job for prompt (n_prompt >= 1 tokens, copied) and g (its stop strings are taken over). NULL if
+ * out of memory. The caller holds one reference. */
+srv_job *srv_job_new(const int32_t *prompt, int n_prompt, srv_gen *g);
+void srv_job_release(srv_job *j);
+/* Asks the scheduler to stop the job (the client went away); safe from any thread, any number of times. */
+void srv_job_cancel(srv_job *j);
+
+/* A reader's position in a job's output, and what it got in one srv_job_wait. */
+typedef struct srv_cursor {
+    size_t text;
+    int lp;
+} srv_cursor;
+
+typedef struct srv_delta {
+    char *text;       /* new text (malloc'd, NUL-terminated; caller frees) */
+    size_t len;
+    srv_lp *lp;       /* new logprob entries (malloc'd or NULL; caller frees) */
+    int n_lp;
+    int finish;       /* enum srv_finish */
+    int stop_index;   /* with SRV_FIN_STOP */
+    int n_prompt, n_gen, n_cached; /* tokens: prompt, generated, prompt tokens reused from a slot's cache */
+    char err[256];
+} srv_delta;
+
+/* Waits up to timeout_ms for output past *cur or the job's end; fills d with what is new and advances
+ * *cur. Returns 1 if d has text, entries or the finish, 0 on timeout. */
+int srv_job_wait(srv_job *j, srv_cursor *cur, int timeout_ms, srv_delta *d);
+void srv_delta_free(srv_delta *d);
+
+typedef struct srv_sched srv_sched;
+
+typedef struct srv_sched_params {
+    int n_slots;    /* == the context's n_seq */
+    int n_ctx;      /* tokens per slot */
+    int n_batch;    /* per-step token budget */
+    int queue_cap;  /* jobs waiting for a slot before 429 */
+} srv_sched_params;
+
+/* Starts the scheduler thread on ctx (which it then owns until srv_sched_free; the caller frees ctx after). */
+int srv_sched_new(llm170_model *m, llm170_context *ctx, const srv_sched_params *p, srv_metrics *mt, srv_sched **out);
+/* Stops the thread (running jobs end as cancelled) and frees the scheduler. */
+void srv_sched_free(srv_sched *s);
+/* Queues j. Returns 0, or -1 if the queue is full (the caller answers 429). */
+int srv_sched_submit(srv_sched *s, srv_job *j);
+
+/* ---- pure pieces, unit-tested in tests/server/test_server_sched.c ---- */
+
+/* One slot as the step planner sees it. */
+typedef struct srv_plan_slot {
+    bool generating;   /* decodes one token this step */
+    int prefill_left;  /* prompt tokens still to prefill (before the last one) */
+    uint64_t order;    /* arrival order of its job: earlier jobs prefill first */
+} srv_plan_slot;
+
+/* Fills take[i] (tokens slot i decodes this step): 1 per generating slot, then prefill chunks in arrival
+ * order within what is left of budget (a generating slot always gets its token, even past the budget, so
+ * decoding never starves). Returns the total. */
+int srv_plan_step(const srv_plan_slot *s, int n, int budget, int *take);
+
+enum srv_reuse { SRV_REUSE_NONE, SRV_REUSE_KEEP, SRV_REUSE_TRUNCATE, SRV_REUSE_RESTORE };
+
+/* How many leading prompt tokens a slot holding cache[0..n_cache) (and a state checkpoint at ckpt_pos
+ * tokens, or -1) can skip, and how (*how); always leaves at least one prompt token to decode. */
+int srv_prefix_reuse(const int32_t *cache, int n_cache, int ckpt_pos, bool recurrent, const int32_t *prompt,
+                     int n_prompt, int *how);
+
+/* Stop strings over generated text[0..len) of which [0..emitted) is out: returns the length that may be
+ * emitted now. *hit = index of the earliest stop string found (the text ends before it), else -1. */
+size_t srv_stop_scan(const char *text, size_t len, size_t emitted, char *const *stop, int n_stop, int *hit);
+
+#endif
