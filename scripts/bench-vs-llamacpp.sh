@@ -8,7 +8,7 @@ model=$1; threads=${2:-$(nproc)}; p=${3:-512}; n=${4:-128}; reps=${5:-5}; rounds
 root=$(cd "$(dirname "$0")/.." && pwd)
 llm="$root/build/llm170"
 [ -x "$llm" ] || { echo "build llm170 first (scripts/test.sh or cmake --build build)" >&2; exit 1; }
-lbin=$("$root/scripts/llamacpp-build.sh" | tail -1)
+lbin=$("$root/scripts/llamacpp-build.sh" 2>/dev/null | tail -1)
 out=$(mktemp -d)
 for r in $(seq 1 "$rounds"); do
   "$llm" bench -m "$model" -p "$p" -n "$n" -r "$reps" -t "$threads" > "$out/llm170.$r.md"

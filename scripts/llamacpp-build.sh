@@ -17,7 +17,8 @@ fi
 src="$cache/src-$version/vendor/llama.cpp"
 [ -f "$src/CMakeLists.txt" ] || { echo "llama.cpp source not found in the sdist at $src" >&2; exit 1; }
 flags=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF
-       -DLLAMA_BUILD_SERVER=ON -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF)
+       -DLLAMA_BUILD_SERVER=ON -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF
+       -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF) # no web UI: its build would try to download assets
 build="$cache/build-$version-cpu"
 if [ "${1:-}" = "--cuda" ]; then
   flags+=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)

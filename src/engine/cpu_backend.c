@@ -98,7 +98,14 @@ static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     int64_t n = j->w->ne[0], ne1 = j->w->ne[1];
     for (int64_t r = r0; r < r1; r++) {
         const void *wr = j->wbase + r * j->wrow;
-        for (int t = 0; t < j->T; t++) j->ops.vec_dot(n, &j->y[t * ne1 + r], wr, j->xq + t * j->xrow);
+        int t = 0;
+        if (j->ops.vec_dot4) /* four tokens per weight-row pass: same bits as one at a time */
+            for (; t + 4 <= j->T; t += 4) {
+                float s4[4];
+                j->ops.vec_dot4(n, s4, wr, j->xq + t * j->xrow, j->xrow);
+                for (int q = 0; q < 4; q++) j->y[(t + q) * ne1 + r] = s4[q];
+            }
+        for (; t < j->T; t++) j->ops.vec_dot(n, &j->y[t * ne1 + r], wr, j->xq + t * j->xrow);
     }
 }
 

@@ -166,6 +166,6 @@ void nvfp4_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
 }
 
 void quant_register_fp4(quant_table t) {
-    t[QT_MXFP4][QUANT_ISA_SCALAR] = (quant_ops){mxfp4_to_float, mxfp4_from_float, mxfp4_vec_dot_q8_0, QT_Q8_0};
-    t[QT_NVFP4][QUANT_ISA_SCALAR] = (quant_ops){nvfp4_to_float, nvfp4_from_float, nvfp4_vec_dot_q8_0, QT_Q8_0};
+    t[QT_MXFP4][QUANT_ISA_SCALAR] = (quant_ops){.to_float = mxfp4_to_float, .from_float = mxfp4_from_float, .vec_dot = mxfp4_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
+    t[QT_NVFP4][QUANT_ISA_SCALAR] = (quant_ops){.to_float = nvfp4_to_float, .from_float = nvfp4_from_float, .vec_dot = nvfp4_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
 }

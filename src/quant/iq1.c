@@ -123,6 +123,6 @@ void iq1_m_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
 }
 
 void quant_register_iq1(quant_table t) {
-    t[QT_IQ1_S][QUANT_ISA_SCALAR] = (quant_ops){iq1_s_to_float, NULL, iq1_s_vec_dot_q8_k, QT_Q8_K};
-    t[QT_IQ1_M][QUANT_ISA_SCALAR] = (quant_ops){iq1_m_to_float, NULL, iq1_m_vec_dot_q8_k, QT_Q8_K};
+    t[QT_IQ1_S][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq1_s_to_float, .from_float = NULL, .vec_dot = iq1_s_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_IQ1_M][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq1_m_to_float, .from_float = NULL, .vec_dot = iq1_m_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
 }

@@ -145,7 +145,7 @@ void iq2_s_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
 }
 
 void quant_register_iq2(quant_table t) {
-    t[QT_IQ2_XXS][QUANT_ISA_SCALAR] = (quant_ops){iq2_xxs_to_float, NULL, iq2_xxs_vec_dot_q8_k, QT_Q8_K};
-    t[QT_IQ2_XS][QUANT_ISA_SCALAR] = (quant_ops){iq2_xs_to_float, NULL, iq2_xs_vec_dot_q8_k, QT_Q8_K};
-    t[QT_IQ2_S][QUANT_ISA_SCALAR] = (quant_ops){iq2_s_to_float, NULL, iq2_s_vec_dot_q8_k, QT_Q8_K};
+    t[QT_IQ2_XXS][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq2_xxs_to_float, .from_float = NULL, .vec_dot = iq2_xxs_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_IQ2_XS][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq2_xs_to_float, .from_float = NULL, .vec_dot = iq2_xs_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_IQ2_S][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq2_s_to_float, .from_float = NULL, .vec_dot = iq2_s_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
 }

@@ -116,6 +116,6 @@ void iq3_s_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
 }
 
 void quant_register_iq3(quant_table t) {
-    t[QT_IQ3_XXS][QUANT_ISA_SCALAR] = (quant_ops){iq3_xxs_to_float, NULL, iq3_xxs_vec_dot_q8_k, QT_Q8_K};
-    t[QT_IQ3_S][QUANT_ISA_SCALAR] = (quant_ops){iq3_s_to_float, NULL, iq3_s_vec_dot_q8_k, QT_Q8_K};
+    t[QT_IQ3_XXS][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq3_xxs_to_float, .from_float = NULL, .vec_dot = iq3_xxs_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_IQ3_S][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq3_s_to_float, .from_float = NULL, .vec_dot = iq3_s_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
 }

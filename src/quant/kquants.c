@@ -335,13 +335,13 @@ void iq4_xs_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
 }
 
 void quant_register_kquants(quant_table t) {
-    t[QT_Q2_K][QUANT_ISA_SCALAR] = (quant_ops){q2_k_to_float, q2_k_from_float, q2_k_vec_dot_q8_k, QT_Q8_K};
-    t[QT_Q3_K][QUANT_ISA_SCALAR] = (quant_ops){q3_k_to_float, q3_k_from_float, q3_k_vec_dot_q8_k, QT_Q8_K};
-    t[QT_Q4_K][QUANT_ISA_SCALAR] = (quant_ops){q4_k_to_float, q4_k_from_float, q4_k_vec_dot_q8_k, QT_Q8_K};
-    t[QT_Q5_K][QUANT_ISA_SCALAR] = (quant_ops){q5_k_to_float, q5_k_from_float, q5_k_vec_dot_q8_k, QT_Q8_K};
-    t[QT_Q6_K][QUANT_ISA_SCALAR] = (quant_ops){q6_k_to_float, q6_k_from_float, q6_k_vec_dot_q8_k, QT_Q8_K};
+    t[QT_Q2_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q2_k_to_float, .from_float = q2_k_from_float, .vec_dot = q2_k_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_Q3_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q3_k_to_float, .from_float = q3_k_from_float, .vec_dot = q3_k_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_Q4_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q4_k_to_float, .from_float = q4_k_from_float, .vec_dot = q4_k_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_Q5_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q5_k_to_float, .from_float = q5_k_from_float, .vec_dot = q5_k_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_Q6_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q6_k_to_float, .from_float = q6_k_from_float, .vec_dot = q6_k_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
     /* Q8_K is only an activation format: no dot product of its own. */
-    t[QT_Q8_K][QUANT_ISA_SCALAR] = (quant_ops){q8_k_to_float, q8_k_from_float, NULL, QT_Q8_K};
-    t[QT_IQ4_NL][QUANT_ISA_SCALAR] = (quant_ops){iq4_nl_to_float, iq4_nl_from_float, iq4_nl_vec_dot_q8_0, QT_Q8_0};
-    t[QT_IQ4_XS][QUANT_ISA_SCALAR] = (quant_ops){iq4_xs_to_float, iq4_xs_from_float, iq4_xs_vec_dot_q8_k, QT_Q8_K};
+    t[QT_Q8_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q8_k_to_float, .from_float = q8_k_from_float, .vec_dot = NULL, .vec_dot_type = QT_Q8_K};
+    t[QT_IQ4_NL][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq4_nl_to_float, .from_float = iq4_nl_from_float, .vec_dot = iq4_nl_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
+    t[QT_IQ4_XS][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq4_xs_to_float, .from_float = iq4_xs_from_float, .vec_dot = iq4_xs_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
 }

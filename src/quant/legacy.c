@@ -384,14 +384,14 @@ void q8_1_from_float(const float *x, void *vy, int64_t n) {
 }
 
 void quant_register_legacy(quant_table t) {
-    t[QT_F32][QUANT_ISA_SCALAR] = (quant_ops){f32_to_float, f32_from_float, f32_vec_dot_f32, QT_F32};
-    t[QT_F16][QUANT_ISA_SCALAR] = (quant_ops){f16_to_float, f16_from_float, f16_vec_dot_f16, QT_F16};
-    t[QT_BF16][QUANT_ISA_SCALAR] = (quant_ops){bf16_to_float, bf16_from_float, bf16_vec_dot_bf16, QT_BF16};
-    t[QT_Q4_0][QUANT_ISA_SCALAR] = (quant_ops){q4_0_to_float, q4_0_from_float, q4_0_vec_dot_q8_0, QT_Q8_0};
-    t[QT_Q4_1][QUANT_ISA_SCALAR] = (quant_ops){q4_1_to_float, q4_1_from_float, q4_1_vec_dot_q8_1, QT_Q8_1};
-    t[QT_Q5_0][QUANT_ISA_SCALAR] = (quant_ops){q5_0_to_float, q5_0_from_float, q5_0_vec_dot_q8_0, QT_Q8_0};
-    t[QT_Q5_1][QUANT_ISA_SCALAR] = (quant_ops){q5_1_to_float, q5_1_from_float, q5_1_vec_dot_q8_1, QT_Q8_1};
-    t[QT_Q8_0][QUANT_ISA_SCALAR] = (quant_ops){q8_0_to_float, q8_0_from_float, q8_0_vec_dot_q8_0, QT_Q8_0};
+    t[QT_F32][QUANT_ISA_SCALAR] = (quant_ops){.to_float = f32_to_float, .from_float = f32_from_float, .vec_dot = f32_vec_dot_f32, .vec_dot_type = QT_F32};
+    t[QT_F16][QUANT_ISA_SCALAR] = (quant_ops){.to_float = f16_to_float, .from_float = f16_from_float, .vec_dot = f16_vec_dot_f16, .vec_dot_type = QT_F16};
+    t[QT_BF16][QUANT_ISA_SCALAR] = (quant_ops){.to_float = bf16_to_float, .from_float = bf16_from_float, .vec_dot = bf16_vec_dot_bf16, .vec_dot_type = QT_BF16};
+    t[QT_Q4_0][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q4_0_to_float, .from_float = q4_0_from_float, .vec_dot = q4_0_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
+    t[QT_Q4_1][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q4_1_to_float, .from_float = q4_1_from_float, .vec_dot = q4_1_vec_dot_q8_1, .vec_dot_type = QT_Q8_1};
+    t[QT_Q5_0][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q5_0_to_float, .from_float = q5_0_from_float, .vec_dot = q5_0_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
+    t[QT_Q5_1][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q5_1_to_float, .from_float = q5_1_from_float, .vec_dot = q5_1_vec_dot_q8_1, .vec_dot_type = QT_Q8_1};
+    t[QT_Q8_0][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q8_0_to_float, .from_float = q8_0_from_float, .vec_dot = q8_0_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
     /* Q8_1 is only an activation format: no dot product of its own. */
-    t[QT_Q8_1][QUANT_ISA_SCALAR] = (quant_ops){q8_1_to_float, q8_1_from_float, NULL, QT_Q8_1};
+    t[QT_Q8_1][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q8_1_to_float, .from_float = q8_1_from_float, .vec_dot = NULL, .vec_dot_type = QT_Q8_1};
 }

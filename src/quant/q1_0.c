@@ -53,5 +53,5 @@ void q1_0_vec_dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
 }
 
 void quant_register_q1_0(quant_table t) {
-    t[QT_Q1_0][QUANT_ISA_SCALAR] = (quant_ops){q1_0_to_float, q1_0_from_float, q1_0_vec_dot_q8_0, QT_Q8_0};
+    t[QT_Q1_0][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q1_0_to_float, .from_float = q1_0_from_float, .vec_dot = q1_0_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
 }

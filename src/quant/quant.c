@@ -81,6 +81,7 @@ quant_ops quant_ops_best(enum qtype t) {
         if (o->vec_dot) {
             out.vec_dot = o->vec_dot;
             out.vec_dot_type = o->vec_dot_type;
+            out.vec_dot4 = o->vec_dot4; /* only with its own ISA's vec_dot: the two must agree bit for bit */
         }
     }
     return out;

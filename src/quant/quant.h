@@ -14,6 +14,7 @@
 #define LLM170_QUANT_QUANT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "quant/qtype.h"
@@ -25,11 +26,16 @@ typedef void (*quant_from_float_fn)(const float *x, void *y, int64_t n);
 /* *s = dot(x, y) over n values; x of the row's type, y of its vec_dot_type */
 typedef void (*quant_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
+/* s[j] = dot(x, y_j) for the four activation rows y_j = (char *)y + j * ystride, each bit-identical to
+ * vec_dot of the same ISA (it shares the weight block's unpacking across the four rows; prefill) */
+typedef void (*quant_vec_dot4_fn)(int64_t n, float *s, const void *x, const void *y, size_t ystride);
+
 typedef struct quant_ops {
     quant_to_float_fn to_float;     /* NULL: cannot dequantize this type */
     quant_from_float_fn from_float; /* NULL: no quantizer for this type */
     quant_vec_dot_fn vec_dot;       /* NULL: no dot product for this type */
     enum qtype vec_dot_type;        /* what activations are quantized to for vec_dot */
+    quant_vec_dot4_fn vec_dot4;     /* NULL: none (callers loop vec_dot) */
 } quant_ops;
 
 enum quant_isa { QUANT_ISA_SCALAR, QUANT_ISA_AVX2, QUANT_ISA_AVX512, QUANT_ISA_NEON, QUANT_ISA_COUNT };

@@ -7,5 +7,9 @@
 #include "quant/simd_x86_legacy.h"
 #include "quant/simd_x86_kquants.h"
 #include "quant/simd_x86_register.h"
+#include "quant/simd_x86_multi.h"
 
-void quant_register_avx2(quant_table t) { SIMD_NAME(simd_x86_register)(t, QUANT_ISA_AVX2); }
+void quant_register_avx2(quant_table t) {
+    SIMD_NAME(simd_x86_register)(t, QUANT_ISA_AVX2);
+    SIMD_NAME(simd_x86_register_multi)(t, QUANT_ISA_AVX2);
+}

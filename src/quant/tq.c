@@ -152,6 +152,6 @@ void tq2_0_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
 }
 
 void quant_register_tq(quant_table t) {
-    t[QT_TQ1_0][QUANT_ISA_SCALAR] = (quant_ops){tq1_0_to_float, tq1_0_from_float, tq1_0_vec_dot_q8_k, QT_Q8_K};
-    t[QT_TQ2_0][QUANT_ISA_SCALAR] = (quant_ops){tq2_0_to_float, tq2_0_from_float, tq2_0_vec_dot_q8_k, QT_Q8_K};
+    t[QT_TQ1_0][QUANT_ISA_SCALAR] = (quant_ops){.to_float = tq1_0_to_float, .from_float = tq1_0_from_float, .vec_dot = tq1_0_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_TQ2_0][QUANT_ISA_SCALAR] = (quant_ops){.to_float = tq2_0_to_float, .from_float = tq2_0_from_float, .vec_dot = tq2_0_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
 }

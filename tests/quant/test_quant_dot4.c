@@ -1,0 +1,51 @@
+/* vec_dot4 (one weight row against four activation rows, used by prefill) must give, for each row, the
+ * exact bits of vec_dot of the same ISA: otherwise a token's logits would depend on how many tokens share
+ * its batch. Checked for every type and available ISA that has one, on fresh random blocks, with the
+ * activation rows at a stride larger than a row (as the engine lays them out). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "check.h"
+#include "quant/quant.h"
+
+int main(void) {
+    rng r;
+    rng_seed(&r, 99);
+    int checked = 0;
+    for (int isa = 0; isa < QUANT_ISA_COUNT; isa++) {
+        for (int t = 0; t < QT_COUNT; t++) {
+            const quant_ops *o = quant_ops_get((enum qtype)t, (enum quant_isa)isa);
+            if (!o || !o->vec_dot4) continue;
+            const quant_ops *a = quant_ops_get(o->vec_dot_type, QUANT_ISA_SCALAR);
+            const qtype_info *in = qtype_get((uint32_t)t);
+            for (int nb = 1; nb <= 9; nb += 4) {
+                int64_t n = nb * in->blck;
+                size_t wb = qtype_row_bytes((enum qtype)t, n), ab = qtype_row_bytes(o->vec_dot_type, n);
+                size_t stride = ab + 64;
+                void *w = malloc(wb);
+                char *act = malloc(stride * 4);
+                float *f = malloc(sizeof(float) * (size_t)n);
+                CHECK(quant_random_blocks((enum qtype)t, w, nb, 0.05f, &r));
+                for (int j = 0; j < 4; j++) {
+                    for (int64_t i = 0; i < n; i++) f[i] = rng_normal(&r);
+                    a->from_float(f, act + j * stride, n);
+                }
+                float s4[4], s1;
+                o->vec_dot4(n, s4, w, act, stride);
+                for (int j = 0; j < 4; j++) {
+                    o->vec_dot(n, &s1, w, act + j * stride);
+                    CHECKF(memcmp(&s1, &s4[j], sizeof s1) == 0, "%s %s n=%lld row %d: %a vs %a", in->name,
+                           quant_isa_name((enum quant_isa)isa), (long long)n, j, s4[j], s1);
+                }
+                checked++;
+                free(w);
+                free(act);
+                free(f);
+            }
+        }
+    }
+    printf("vec_dot4 vs vec_dot: %d (type, isa, length) cases\n", checked);
+    CHECK(checked > 0 || !quant_isa_available(QUANT_ISA_AVX2));
+    return check_report("test_quant_dot4");
+}
