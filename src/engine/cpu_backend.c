@@ -91,21 +91,31 @@ static void mm_quantize(void *ctx, int64_t t0, int64_t t1, int thread) {
         from(j->x + t * j->w->ne[0], (void *)(j->xq + t * j->xrow), j->w->ne[0]);
 }
 
-/* output rows [r0, r1) for every token; rows in the outer loop so a weight row is read once per call */
+/* Output rows [r0, r1) for every token. Tokens go in tiles, rows inside a tile: the tile's quantized
+ * activations stay in L2 while the thread's weight rows stream past once per tile. Rows outer (every row
+ * re-reading all T activation rows) and small tiles (weights re-streamed from L3 per 16 tokens) both
+ * measured ~55 GMAC/s for a 1024 x 3584 Q4_K matrix at T = 512 on one Zen 4 core; tiles of ~256 KB of
+ * activations measured 80. */
+#define MM_TILE_BYTES (256 << 10)
 static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     (void)thread;
     mm_job *j = ctx;
     int64_t n = j->w->ne[0], ne1 = j->w->ne[1];
-    for (int64_t r = r0; r < r1; r++) {
-        const void *wr = j->wbase + r * j->wrow;
-        int t = 0;
-        if (j->ops.vec_dot4) /* four tokens per weight-row pass: same bits as one at a time */
-            for (; t + 4 <= j->T; t += 4) {
-                float s4[4];
-                j->ops.vec_dot4(n, s4, wr, j->xq + t * j->xrow, j->xrow);
-                for (int q = 0; q < 4; q++) j->y[(t + q) * ne1 + r] = s4[q];
-            }
-        for (; t < j->T; t++) j->ops.vec_dot(n, &j->y[t * ne1 + r], wr, j->xq + t * j->xrow);
+    int tile = (int)(MM_TILE_BYTES / j->xrow) & ~3;
+    tile = tile < 16 ? 16 : tile > 256 ? 256 : tile;
+    for (int t0 = 0; t0 < j->T; t0 += tile) {
+        int t1 = t0 + tile < j->T ? t0 + tile : j->T;
+        for (int64_t r = r0; r < r1; r++) {
+            const void *wr = j->wbase + r * j->wrow;
+            int t = t0;
+            if (j->ops.vec_dot4) /* four tokens per weight-row pass: same bits as one at a time */
+                for (; t + 4 <= t1; t += 4) {
+                    float s4[4];
+                    j->ops.vec_dot4(n, s4, wr, j->xq + t * j->xrow, j->xrow);
+                    for (int q = 0; q < 4; q++) j->y[(t + q) * ne1 + r] = s4[q];
+                }
+            for (; t < t1; t++) j->ops.vec_dot(n, &j->y[t * ne1 + r], wr, j->xq + t * j->xrow);
+        }
     }
 }
 
@@ -162,13 +172,11 @@ static void cpu_get_rows(backend *b, const weight *w, const int32_t *ids, float 
 }
 
 static void cpu_rms_norm(backend *b, const float *x, const weight *w, float *y, int T, int C, float eps) {
-    (void)b;
-    ref_rms_norm(x, w ? (const float *)w->data : NULL, y, T, C, eps);
+    cpu_rms_norm_rows(impl(b)->pool, x, w ? (const float *)w->data : NULL, y, T, C, eps);
 }
 
 static void cpu_rms_norm_heads(backend *b, float *x, const weight *w, int T, int H, int D, float eps) {
-    (void)b;
-    ref_rms_norm(x, w ? (const float *)w->data : NULL, x, T * H, D, eps);
+    cpu_rms_norm_rows(impl(b)->pool, x, w ? (const float *)w->data : NULL, x, (int64_t)T * H, D, eps);
 }
 
 static void cpu_add(backend *b, float *y, const float *x, int64_t n) {
@@ -182,8 +190,7 @@ static void cpu_add_scaled(backend *b, float *y, const float *x, float s, int64_
 }
 
 static void cpu_swiglu(backend *b, const float *g, const float *u, float *y, int64_t n) {
-    (void)b;
-    for (int64_t i = 0; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    cpu_silu_mul(impl(b)->pool, g, u, y, n);
 }
 
 static void cpu_copy_cols(backend *b, float *dst, const float *src, int64_t rows, int64_t src_stride,
@@ -192,9 +199,8 @@ static void cpu_copy_cols(backend *b, float *dst, const float *src, int64_t rows
     for (int64_t r = 0; r < rows; r++) memcpy(dst + r * n, src + r * src_stride + offset, sizeof(float) * (size_t)n);
 }
 
-static void cpu_sigmoid_mul(backend *b, float *y, const float *gate, int64_t n) {
-    (void)b;
-    for (int64_t i = 0; i < n; i++) y[i] *= 1.0f / (1.0f + expf(-gate[i]));
+static void cpu_sigmoid_mul_op(backend *b, float *y, const float *gate, int64_t n) {
+    cpu_sigmoid_mul(impl(b)->pool, y, gate, n);
 }
 
 static void cpu_rope(backend *b, float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
@@ -241,9 +247,9 @@ static void cpu_attention_op(backend *b, const float *q, const float *k, const f
     cpu_attention(c->pool, scratch(c, (int64_t)nt * S), S, q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window);
 }
 
-static void cpu_conv1d_silu(backend *b, const float *x, float *state, const weight *w, float *y, int T, int Ch, int K) {
-    (void)b;
-    ref_conv1d_silu(x, state, (const float *)w->data, y, T, Ch, K);
+static void cpu_conv1d_silu_op(backend *b, const float *x, float *state, const weight *w, float *y, int T, int Ch, int K) {
+    if (cpu_conv1d_silu(impl(b)->pool, x, state, (const float *)w->data, y, T, Ch, K))
+        ref_conv1d_silu(x, state, (const float *)w->data, y, T, Ch, K);
 }
 
 static void cpu_gdn_gates(backend *b, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias,
@@ -271,7 +277,7 @@ static void cpu_gdn_op(backend *b, float *S, const float *q, const float *k, con
 static void cpu_gated_norm(backend *b, float *o, const float *z, const weight *w, int T, int Hv, int Dv, float eps) {
     (void)b;
     const float *wd = w->data;
-    ref_rms_norm(o, wd, o, T * Hv, Dv, eps);
+    cpu_rms_norm_rows(impl(b)->pool, o, wd, o, (int64_t)T * Hv, Dv, eps);
     cpu_swiglu(b, z, o, o, (int64_t)T * Hv * Dv);
 }
 
@@ -294,14 +300,14 @@ static const backend_ops cpu_ops = {
     .add_scaled = cpu_add_scaled,
     .swiglu = cpu_swiglu,
     .copy_cols = cpu_copy_cols,
-    .sigmoid_mul = cpu_sigmoid_mul,
+    .sigmoid_mul = cpu_sigmoid_mul_op,
     .rope = cpu_rope,
     .add_bias = cpu_add_bias,
     .geglu = cpu_geglu,
     .scale = cpu_scale,
     .l2_norm = cpu_l2_norm,
     .attention = cpu_attention_op,
-    .conv1d_silu = cpu_conv1d_silu,
+    .conv1d_silu = cpu_conv1d_silu_op,
     .gdn_gates = cpu_gdn_gates,
     .gdn = cpu_gdn_op,
     .gated_norm = cpu_gated_norm,

@@ -22,4 +22,11 @@ void cpu_attention(threadpool *pool, float *scratch, int64_t scratch_per, const 
                    const float *v, float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv,
                    int D, float scale, int window);
 
+/* cpu_elementwise.c: y = silu(g) * u; y *= sigmoid(gate); RMS norm of rows (w may be NULL); the causal
+ * conv1d + SiLU of ref_conv1d_silu (returns -1, doing nothing, for K > 16). */
+void cpu_silu_mul(threadpool *pool, const float *g, const float *u, float *y, int64_t n);
+void cpu_sigmoid_mul(threadpool *pool, float *y, const float *gate, int64_t n);
+void cpu_rms_norm_rows(threadpool *pool, const float *x, const float *w, float *y, int64_t rows, int64_t C, float eps);
+int cpu_conv1d_silu(threadpool *pool, const float *x, float *state, const float *w, float *y, int T, int Ch, int K);
+
 #endif

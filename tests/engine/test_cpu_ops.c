@@ -79,6 +79,47 @@ static void check_attention(threadpool *pool, int T, int S, int Hq, int Hkv, int
     free(q), free(k), free(v), free(o1), free(o2), free(qpos), free(kpos), free(sc);
 }
 
+/* the elementwise kernels (cpu_elementwise.c) against plain-loop references */
+static void check_elementwise(threadpool *pool) {
+    rng r;
+    rng_seed(&r, 4242);
+    int64_t n = 10007;
+    float *g = randn(&r, n, 4), *u = randn(&r, n, 1), *y1 = malloc(sizeof(float) * n), *y2 = malloc(sizeof(float) * n);
+    g[0] = -100.0f; /* exp saturation on both sides */
+    g[1] = 100.0f;
+    for (int64_t i = 0; i < n; i++) y1[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    cpu_silu_mul(pool, g, u, y2, n);
+    float e1 = max_rel(y2, y1, n);
+    for (int64_t i = 0; i < n; i++) y1[i] = u[i] / (1.0f + expf(-g[i]));
+    memcpy(y2, u, sizeof(float) * n);
+    cpu_sigmoid_mul(pool, y2, g, n);
+    float e2 = max_rel(y2, y1, n);
+    /* rms norm: 37 rows of 300 (a tail after the 16-wide sums) */
+    float *w = randn(&r, 300, 1);
+    ref_rms_norm(u, w, y1, 33, 300, 1e-6f);
+    cpu_rms_norm_rows(pool, u, w, y2, 33, 300, 1e-6f);
+    float e3 = max_rel(y2, y1, 33 * 300);
+    /* conv1d: 150 channels (a partial 64-block), K = 4, sequences of 1, 2 and 37 tokens, state carried */
+    enum { CH = 150, K = 4 };
+    float *cw = randn(&r, CH * K, 0.5f), *s1 = randn(&r, (K - 1) * CH, 1), *s2 = malloc(sizeof(float) * (K - 1) * CH);
+    memcpy(s2, s1, sizeof(float) * (K - 1) * CH);
+    float e4 = 0;
+    int lens[] = {1, 2, 37};
+    for (int q = 0; q < 3; q++) {
+        float *x = randn(&r, (int64_t)lens[q] * CH, 1);
+        ref_conv1d_silu(x, s1, cw, y1, lens[q], CH, K);
+        CHECK(cpu_conv1d_silu(pool, x, s2, cw, y2, lens[q], CH, K) == 0);
+        float e = max_rel(y2, y1, (int64_t)lens[q] * CH), es = max_rel(s2, s1, (K - 1) * CH);
+        e4 = e > e4 ? e : e4;
+        CHECKF(es == 0, "conv state differs after %d tokens", lens[q]);
+        free(x);
+    }
+    printf("elementwise threads=%d: silu_mul %.1e sigmoid_mul %.1e rms_norm %.1e conv1d %.1e\n",
+           pool_n_threads(pool), e1, e2, e3, e4);
+    CHECKF(e1 < 1e-6f && e2 < 1e-6f && e3 < 1e-6f && e4 < 1e-6f, "elementwise: %g %g %g %g", e1, e2, e3, e4);
+    free(g), free(u), free(y1), free(y2), free(w), free(cw), free(s1), free(s2);
+}
+
 int main(void) {
     int threads[] = {1, 3};
     for (int i = 0; i < 2; i++) {
@@ -92,6 +133,7 @@ int main(void) {
         check_attention(p, 1, 37, 6, 2, 60, 7);
         check_attention(p, 19, 19, 4, 4, 64, 5);
         check_attention(p, 23, 70, 8, 1, 36, 16);
+        check_elementwise(p);
         pool_free(p);
     }
     return check_report("test_cpu_ops");
