@@ -80,13 +80,75 @@ static void step_heads(void *ctx, int64_t j0, int64_t j1, int thread) {
 
 /* ---------------------------------------------------------------- chunked form (see ops_ref.c) */
 
+/* C[M][N] (row stride ldc) += alpha * A[M][K] (lda) . B[K][N] (ldb), row-major floats. The chunked delta
+ * rule is five small matrix products per head and chunk; done as dots and axpys they were bound by loads
+ * and stores. Blocks of 4 rows x 32 columns keep 128 accumulators in registers (8 zmm / 16 ymm) while
+ * B's row streams through; the sums over K run in order, as in the reference. */
+#define GB_M 4
+#define GB_N 32
+HOT static void gemm_nn(int M, int N, int K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                        float *C, int64_t ldc) {
+    int i = 0;
+    for (; i + GB_M <= M; i += GB_M) {
+        int j = 0;
+        for (; j + GB_N <= N; j += GB_N) {
+            float acc[GB_M][GB_N] = {{0}};
+            for (int k = 0; k < K; k++) {
+                const float *b = B + (int64_t)k * ldb + j;
+                _Pragma("GCC unroll 4") for (int r = 0; r < GB_M; r++) {
+                    float a = A[(int64_t)(i + r) * lda + k];
+                    for (int c = 0; c < GB_N; c++) acc[r][c] += a * b[c];
+                }
+            }
+            _Pragma("GCC unroll 4") for (int r = 0; r < GB_M; r++) axpy(C + (int64_t)(i + r) * ldc + j, acc[r], alpha, GB_N);
+        }
+        for (; j < N; j++) /* column tail */
+            for (int r = 0; r < GB_M; r++) {
+                float acc = 0;
+                for (int k = 0; k < K; k++) acc += A[(int64_t)(i + r) * lda + k] * B[(int64_t)k * ldb + j];
+                C[(int64_t)(i + r) * ldc + j] += alpha * acc;
+            }
+    }
+    for (; i < M; i++) /* row tail */
+        for (int k = 0; k < K; k++) axpy(C + (int64_t)i * ldc, B + (int64_t)k * ldb, alpha * A[(int64_t)i * lda + k], N);
+}
+
+/* Per-thread scratch of the chunked form, in floats. */
+static int64_t chunk_scratch(int chunk, int Dk, int Dv) {
+    return (int64_t)chunk * (2 * Dv + Dk + 1 + 2 * chunk) + 2LL * Dk * chunk;
+}
+
+/* One head, one chunk of c tokens; the math of ref_gdn_chunk (ops_ref.c), as matrix products:
+ *   QK = Q K^T, KK = K K^T (full c x c; the lower triangles are used), D_ij = exp(gam_i - gam_j)
+ *   (I + L) U = diag(beta) V, (I + L) W = diag(beta exp(gam)) K      forward substitution, L_ij = beta_i KK_ij D_ij
+ *   V' = U - W S
+ *   O  = diag(exp(gam)) Q S + P V',  P_ij = QK_ij D_ij (j <= i)
+ *   S  = exp(gam_last) S + K'^T V',  K'_j = exp(gam_last - gam_j) k_j */
 HOT static void chunk_head(float *restrict S, const float *q, const float *k, const float *v, const float *g,
                            const float *beta, float *o, int c, int64_t qk_stride, int64_t v_stride, int64_t gb_stride,
                            int Dk, int Dv, float *scratch, int chunk) {
     float *U = scratch, *Vp = U + (int64_t)chunk * Dv, *W = Vp + (int64_t)chunk * Dv;
-    float *gam = W + (int64_t)chunk * Dk, *Lm = gam + chunk;
+    float *gam = W + (int64_t)chunk * Dk, *P = gam + chunk, *KK = P + (int64_t)chunk * chunk;
+    float *Kt = KK + (int64_t)chunk * chunk, *Ks = Kt + (int64_t)Dk * chunk;
     float acc = 0;
     for (int i = 0; i < c; i++) gam[i] = (acc += g[i * gb_stride]);
+    /* K^T (Dk x c) for the c x c products */
+    for (int j = 0; j < c; j++)
+        for (int a = 0; a < Dk; a++) Kt[(int64_t)a * c + j] = k[j * qk_stride + a];
+    memset(P, 0, sizeof(float) * (size_t)c * c);
+    memset(KK, 0, sizeof(float) * (size_t)c * c);
+    gemm_nn(c, c, Dk, 1.0f, q, qk_stride, Kt, c, P, c);
+    gemm_nn(c, c, Dk, 1.0f, k, qk_stride, Kt, c, KK, c);
+    /* decay weights: P_ij *= D_ij (j <= i, else 0); KK_ij <- L_ij (j < i) */
+    for (int i = 0; i < c; i++) {
+        float bi = beta[i * gb_stride];
+        for (int j = 0; j <= i; j++) {
+            float d = expf(gam[i] - gam[j]);
+            P[i * c + j] *= d;
+            KK[i * c + j] *= bi * d;
+        }
+        for (int j = i + 1; j < c; j++) P[i * c + j] = 0;
+    }
     /* U and W by forward substitution through (I + L) */
     for (int i = 0; i < c; i++) {
         const float *ki = k + i * qk_stride;
@@ -95,35 +157,25 @@ HOT static void chunk_head(float *restrict S, const float *q, const float *k, co
         for (int b = 0; b < Dv; b++) Ui[b] = bi * v[i * v_stride + b];
         for (int a = 0; a < Dk; a++) Wi[a] = bgi * ki[a];
         for (int j = 0; j < i; j++) {
-            float l = bi * dot(ki, k + j * qk_stride, Dk) * expf(gam[i] - gam[j]);
-            Lm[i * chunk + j] = l;
+            float l = KK[i * c + j];
             axpy(Ui, U + (int64_t)j * Dv, -l, Dv);
             axpy(Wi, W + (int64_t)j * Dk, -l, Dk);
         }
     }
     /* V' = U - W S */
-    for (int i = 0; i < c; i++) {
-        float *Vi = Vp + (int64_t)i * Dv;
-        memcpy(Vi, U + (int64_t)i * Dv, sizeof(float) * (size_t)Dv);
-        for (int a = 0; a < Dk; a++) axpy(Vi, S + (int64_t)a * Dv, -W[(int64_t)i * Dk + a], Dv);
-    }
-    /* outputs: exp(gam_i) S^T q_i + sum_{j<=i} (q_i . k_j) exp(gam_i - gam_j) V'_j */
-    for (int i = 0; i < c; i++) {
-        const float *qi = q + i * qk_stride;
-        float *oi = o + i * v_stride;
-        memset(oi, 0, sizeof(float) * (size_t)Dv);
-        for (int a = 0; a < Dk; a++) axpy(oi, S + (int64_t)a * Dv, qi[a], Dv);
-        scal(oi, expf(gam[i]), Dv);
-        for (int j = 0; j <= i; j++)
-            axpy(oi, Vp + (int64_t)j * Dv, dot(qi, k + j * qk_stride, Dk) * expf(gam[i] - gam[j]), Dv);
-    }
-    /* S <- exp(gam_last) S + sum_j exp(gam_last - gam_j) k_j V'_j^T */
+    memcpy(Vp, U, sizeof(float) * (size_t)c * Dv);
+    gemm_nn(c, Dv, Dk, -1.0f, W, Dk, S, Dv, Vp, Dv);
+    /* O = diag(exp(gam)) Q S + P V' (rows of o are strided) */
+    for (int i = 0; i < c; i++) memset(o + i * v_stride, 0, sizeof(float) * (size_t)Dv);
+    gemm_nn(c, Dv, Dk, 1.0f, q, qk_stride, S, Dv, o, v_stride);
+    for (int i = 0; i < c; i++) scal(o + i * v_stride, expf(gam[i]), Dv);
+    gemm_nn(c, Dv, c, 1.0f, P, c, Vp, Dv, o, v_stride);
+    /* S = exp(gam_last) S + K'^T V' */
     float last = gam[c - 1];
-    for (int a = 0; a < Dk; a++) {
-        float *Sa = S + (int64_t)a * Dv;
-        scal(Sa, expf(last), Dv);
-        for (int j = 0; j < c; j++) axpy(Sa, Vp + (int64_t)j * Dv, expf(last - gam[j]) * k[j * qk_stride + a], Dv);
-    }
+    for (int a = 0; a < Dk; a++)
+        for (int j = 0; j < c; j++) Ks[(int64_t)a * c + j] = Kt[(int64_t)a * c + j] * expf(last - gam[j]);
+    scal(S, expf(last), Dk * Dv);
+    gemm_nn(Dk, Dv, c, 1.0f, Ks, c, Vp, Dv, S, Dv);
 }
 
 static void chunk_heads(void *ctx, int64_t j0, int64_t j1, int thread) {
@@ -144,13 +196,16 @@ static void chunk_heads(void *ctx, int64_t j0, int64_t j1, int thread) {
 }
 
 int64_t cpu_gdn_scratch(int n_threads, int chunk, int Dk, int Dv) {
-    return (int64_t)n_threads * ref_gdn_chunk_scratch(chunk, Dk, Dv);
+    int64_t step = Dv; /* the step form needs one row of Dv per thread */
+    int64_t ch = chunk_scratch(chunk, Dk, Dv);
+    return (int64_t)n_threads * (ch > step ? ch : step);
 }
 
 void cpu_gdn(threadpool *pool, float *scratch, float *S, const float *q, const float *k, const float *v,
              const float *g, const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, int chunk,
              enum gdn_head_map map) {
-    gdn_job J = {S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, chunk, map, scratch, ref_gdn_chunk_scratch(chunk, Dk, Dv)};
+    int64_t per = chunk_scratch(chunk, Dk, Dv);
+    gdn_job J = {S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, chunk, map, scratch, per > Dv ? per : Dv};
     pool_run(pool, Hv, 1, T == 1 ? step_heads : chunk_heads, &J);
 }
 

@@ -127,6 +127,7 @@ int main(void) {
         check_gdn(p, 1, 2, 6, 60, 36);
         check_gdn(p, 63, 2, 6, 60, 36);
         check_gdn(p, 130, 3, 3, 32, 48);
+        check_gdn(p, 200, 2, 4, 128, 128); /* the real head size, blocks without tails */
         check_attention(p, 1, 37, 6, 2, 60, ATTN_NO_WINDOW);
         check_attention(p, 19, 19, 4, 4, 64, ATTN_NO_WINDOW);
         check_attention(p, 5, 70, 8, 1, 36, ATTN_NO_WINDOW);
