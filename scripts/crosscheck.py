@@ -9,6 +9,7 @@ logits) and in `llm170 infer --top-logprobs`, then compares per prompt:
             its logprob of our token is < --gap nats (rounding flips a close call; after it the
             continuations are different texts and are not compared);
   FAIL      otherwise.
+Each prompt is also tokenized by `llm170 tokenize`: different ids than llama.cpp's are a FAIL.
 It prints a table and exits 1 if any prompt FAILs (or the perplexities differ by more than --ppl-tol).
 
 Any backend reuses it: pass its binary and flags (--llm170 BIN --llm170-flags "-t 8 --backend cuda").
@@ -60,12 +61,12 @@ def post(url, body):
 class LlamaServer:
     """llama-server on a free local port, one slot, for the duration of a with-block."""
 
-    def __init__(self, bindir, model, threads, n_ctx):
+    def __init__(self, bindir, model, threads, n_ctx, extra):
         self.port = free_port()
         self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"crosscheck-server-{self.port}.log"), "w")
         self.proc = subprocess.Popen(
             [os.path.join(bindir, "llama-server"), "-m", model, "-t", str(threads), "-c", str(n_ctx), "-np", "1",
-             "--host", "127.0.0.1", "--port", str(self.port)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--host", "127.0.0.1", "--port", str(self.port)] + extra, stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
@@ -90,7 +91,7 @@ class LlamaServer:
 def llamacpp_reference(args, prompts):
     """{'prompts': [[ids]], 'gen': [[(tok, lp, [(id, lp)...])...]], 'ppl': {ctx: value}} from llama.cpp."""
     ref = {"prompts": [], "gen": [], "ppl": {}}
-    with LlamaServer(args.llamacpp_bin, args.model, args.threads, 4096) as srv:
+    with LlamaServer(args.llamacpp_bin, args.model, args.threads, 4096, shlex.split(args.llamacpp_flags)) as srv:
         for text in prompts:
             ids = post(srv.url + "/tokenize", {"content": text, "add_special": True, "parse_special": True})["tokens"]
             r = post(srv.url + "/completion", {
@@ -104,7 +105,7 @@ def llamacpp_reference(args, prompts):
             ref["gen"].append(steps)
     if args.ppl_file:
         out = subprocess.run([os.path.join(args.llamacpp_bin, "llama-perplexity"), "-m", args.model, "-f",
-                              args.ppl_file, "-c", str(args.ppl_ctx), "-t", str(args.threads), "-b", str(args.ppl_ctx)],
+                              args.ppl_file, "-c", str(args.ppl_ctx), "-t", str(args.threads), "-b", str(args.ppl_ctx)] + shlex.split(args.llamacpp_flags),
                              capture_output=True, text=True)
         m = re.search(r"Final estimate: PPL = ([0-9.]+)", out.stdout + out.stderr)
         if not m:
@@ -164,6 +165,14 @@ def llm170_streams(args, ref):
     return ours
 
 
+def llm170_tokens(args, text):
+    """Our tokenization of a prompt (BOS as the vocabulary says, control tokens parsed, as llama.cpp's)."""
+    out = subprocess.run([args.llm170, "tokenize", "--model", args.model, "--text", text], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("crosscheck: llm170 tokenize failed: " + out.stderr[-2000:])
+    return json.loads(out.stdout)
+
+
 def compare(ref_steps, our_steps, gap):
     """(verdict, first divergence text, max |logprob diff| of the shared tokens before it)."""
     dmax = 0.0
@@ -197,6 +206,7 @@ def main():
     ap.add_argument("--llm170", required=True, help="the llm170 binary")
     ap.add_argument("--llm170-flags", default="", help="extra flags for llm170 (backend, exact, ...)")
     ap.add_argument("--llamacpp-bin", help="llama.cpp's bin folder (llama-server, llama-perplexity)")
+    ap.add_argument("--llamacpp-flags", default="", help="extra flags for llama-server and llama-perplexity")
     ap.add_argument("--ref", help="a golden file to compare against instead of running llama.cpp")
     ap.add_argument("--write-ref", help="write llama.cpp's results as a golden file")
     ap.add_argument("--ref-label", default="llama-cpp-python 0.3.36 sdist, CPU build")
@@ -220,16 +230,20 @@ def main():
 
     bad = 0
     counts = {}
-    print(f"| # | prompt | result | first divergence | max abs dlogprob before it |")
-    print(f"|---|---|---|---|---|")
+    print("| # | prompt | tokens | result | first divergence | max abs dlogprob before it |")
+    print("|---|---|---|---|---|---|")
     for i, (steps, mine) in enumerate(zip(ref["gen"], ours)):
         verdict, where, dmax = compare(steps, mine, args.gap)
+        # the streams start from llama.cpp's prompt tokens; our tokenizer must give the same ones
+        same_tokens = i < len(prompts) and llm170_tokens(args, prompts[i]) == ref["prompts"][i]
+        if not same_tokens:
+            verdict = "FAIL"
         counts[verdict] = counts.get(verdict, 0) + 1
         bad += verdict == "FAIL"
         label = prompts[i] if i < len(prompts) else f"prompt {i}"
         label = label.replace("\n", "\\n").replace("|", "\\|")
         label = label[:40] + ("..." if len(label) > 40 else "")
-        print(f"| {i} | `{label}` | {verdict} | {where} | {dmax:.3f} |")
+        print(f"| {i} | `{label}` | {'same' if same_tokens else 'DIFFER'} | {verdict} | {where} | {dmax:.3f} |")
     print("\n" + ", ".join(f"{v} {c}" for v, c in counts.items()) + f" of {len(ours)} prompts x {args.n_predict} tokens")
 
     if args.ppl_file:

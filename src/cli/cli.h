@@ -12,5 +12,8 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_infer(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 #endif

@@ -37,7 +37,7 @@ static void print_top_logprobs(const float *row, int n_vocab, int32_t tok, int n
     for (int v = 1; v < n_vocab; v++) mx = row[v] > mx ? row[v] : mx;
     double sum = 0;
     for (int v = 0; v < n_vocab; v++) sum += exp((double)row[v] - mx);
-    double lse = mx + log(sum);
+    double lse = mx + log(sum > 0 ? sum : 1); /* sum >= 1: the max's own term */
     int top[64];
     int k = 0;
     for (int v = 0; v < n_vocab; v++) {

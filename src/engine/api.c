@@ -432,7 +432,7 @@ int llm170_seq_save_state(const llm170_context *c, int seq, void *buf, size_t ca
     const seq_cache *sc = &c->kv->seqs[seq];
     seq_ckpt h = {SEQ_CKPT_MAGIC, sc->n_past, sc->mtp_past, (int32_t)kv_rec_floats(c->kv)};
     memcpy(buf, &h, sizeof h);
-    kv_rec_save(c->kv, seq, (float *)((char *)buf + sizeof h));
+    kv_rec_save(c->kv, seq, (char *)buf + sizeof h);
     return 0;
 }
 
@@ -457,7 +457,7 @@ int llm170_seq_restore_state(llm170_context *c, int seq, const void *buf, size_t
                 "refilled since the checkpoint", h.n_past, seq, sc->n_past);
         return fail(&e);
     }
-    kv_rec_restore(c->kv, seq, (const float *)((const char *)buf + sizeof h));
+    kv_rec_restore(c->kv, seq, (const char *)buf + sizeof h);
     sc->n_past = h.n_past;
     if (sc->mtp_past > h.mtp_past) sc->mtp_past = h.mtp_past;
     return 0;

@@ -94,8 +94,9 @@ int64_t kv_rec_floats(const kv_state *kv) {
     return n;
 }
 
-void kv_rec_save(const kv_state *kv, int s, float *dst) {
+void kv_rec_save(const kv_state *kv, int s, void *buf) {
     const seq_cache *c = &kv->seqs[s];
+    float *dst = buf;
     backend *be = kv->m->be;
     for (int il = 0; il < kv->m->hp.n_block; il++) {
         if (!c->conv[il]) continue;
@@ -106,8 +107,9 @@ void kv_rec_save(const kv_state *kv, int s, float *dst) {
     }
 }
 
-void kv_rec_restore(kv_state *kv, int s, const float *src) {
+void kv_rec_restore(kv_state *kv, int s, const void *buf) {
     seq_cache *c = &kv->seqs[s];
+    const float *src = buf;
     backend *be = kv->m->be;
     for (int il = 0; il < kv->m->hp.n_block; il++) {
         if (!c->conv[il]) continue;

@@ -36,11 +36,12 @@ void kv_free(kv_state *kv);
  * conversation into the next). */
 void kv_reset(kv_state *kv, int s);
 
-/* Checkpoints of the recurrent state (prefix reuse on hybrid models): kv_rec_floats floats per sequence
+/* Checkpoints of the recurrent state (prefix reuse on hybrid models): kv_rec_floats floats per sequence, at a
+ * float-aligned address,
  * (0 if the model has no GDN block); save copies sequence s's conv windows and S matrices to dst (host
  * memory), restore copies them back. Neither touches n_past or the KV cache. */
 int64_t kv_rec_floats(const kv_state *kv);
-void kv_rec_save(const kv_state *kv, int s, float *dst);
-void kv_rec_restore(kv_state *kv, int s, const float *src);
+void kv_rec_save(const kv_state *kv, int s, void *dst);
+void kv_rec_restore(kv_state *kv, int s, const void *src);
 
 #endif

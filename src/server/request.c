@@ -214,9 +214,12 @@ int srv_parse_request(srv_api api, const char *body, size_t len, srv_params *p, 
     p->max_tokens = -1;
     p->n_probs = -1;
     p->enable_thinking = -1;
-    p->sp = llm170_sampler_default_params();
-    /* OpenAI's default temperature is 1; Anthropic's too. Greedy only when asked for (temperature 0). */
-    p->sp.temperature = 1.0f;
+    /* The APIs' defaults: temperature 1 (OpenAI and Anthropic), every filter and penalty off; greedy only
+     * when asked for (temperature 0). Spelled out rather than taken from the engine so that this file
+     * (and fuzz/fuzz_request.c) needs jansson only. */
+    p->sp = (llm170_sampler_params){.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f,
+                                    .repeat_penalty = 1.0f, .presence_penalty = 0.0f, .frequency_penalty = 0.0f,
+                                    .penalty_last_n = 64, .seed = 0};
     json_error_t je;
     json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!o) return srv_fail(e, 400, NULL, "invalid JSON at line %d column %d: %s", je.line, je.column, je.text);

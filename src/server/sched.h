@@ -100,7 +100,9 @@ typedef struct srv_sched_params {
 
 /* Starts the scheduler thread on ctx (which it then owns until srv_sched_free; the caller frees ctx after). */
 int srv_sched_new(llm170_model *m, llm170_context *ctx, const srv_sched_params *p, srv_metrics *mt, srv_sched **out);
-/* Stops the thread (running jobs end as cancelled) and frees the scheduler. */
+/* Stops the thread: running and queued jobs end as cancelled, later submits fail. The scheduler stays
+ * valid (HTTP threads may still hold it) until srv_sched_free, which stops it first if needed. */
+void srv_sched_stop(srv_sched *s);
 void srv_sched_free(srv_sched *s);
 /* Queues j. Returns 0, or -1 if the queue is full (the caller answers 429). */
 int srv_sched_submit(srv_sched *s, srv_job *j);

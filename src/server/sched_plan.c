@@ -48,10 +48,9 @@ int srv_prefix_reuse(const int32_t *cache, int n_cache, int ckpt_pos, bool recur
 
 size_t srv_stop_scan(const char *text, size_t len, size_t emitted, char *const *stop, int n_stop, int *hit) {
     *hit = -1;
-    size_t cut = len, maxl = 0;
+    size_t cut = len;
     for (int i = 0; i < n_stop; i++) {
         size_t sl = strlen(stop[i]);
-        if (sl > maxl) maxl = sl;
         /* a match can only end after `emitted`, so it starts at most sl-1 bytes before it */
         size_t from = emitted >= sl ? emitted - sl + 1 : 0;
         const char *p = from < len ? memmem(text + from, len - from, stop[i], sl) : NULL;
@@ -71,6 +70,5 @@ size_t srv_stop_scan(const char *text, size_t len, size_t emitted, char *const *
                 break;
             }
     }
-    (void)maxl;
     return safe < emitted ? emitted : safe;
 }

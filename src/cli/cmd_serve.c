@@ -1,0 +1,70 @@
+/* cmd serve: `llm170 serve`, the OpenAI- and Anthropic-compatible HTTP server (src/server/). Flag names
+ * are llama-server's where it has them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "server/server.h"
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: llm170 serve --model M [--host 127.0.0.1] [--port 8080] [--ctx-size N] [--parallel N]\n"
+            "                    [--api-key K] [--backend cpu] [--threads N] [--batch-size N] [--queue N]\n"
+            "                    [--alias NAME] [--max-body BYTES] [--chat-template NAME|TEXT]\n"
+            "  --ctx-size is per slot (tokens a request's prompt and answer share); --parallel is the number of\n"
+            "  slots decoded together; --batch-size the tokens per batched step; --queue the requests that may\n"
+            "  wait for a slot before the server answers 429. --port 0 picks a free port (printed on stderr).\n"
+            "  --chat-template: a built-in (chatml, llama3, gemma) or a Jinja text, instead of the file's own.\n");
+}
+
+int cmd_serve(int argc, char **argv) {
+    const char *cmd = "serve";
+    srv_config c = {.host = "127.0.0.1", .port = 8080, .n_ctx = 4096, .n_slots = 4, .n_batch = 512,
+                    .n_threads = args_default_threads(), .queue_cap = 64, .max_body = 8u << 20};
+    int max_body_mb = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            return 0;
+        }
+        if (!(v = args_value(cmd, argc, argv, &i))) return 2;
+        bool ok = true;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) c.model_path = v;
+        else if (!strcmp(a, "--host")) c.host = v;
+        else if (!strcmp(a, "--port")) ok = args_int(cmd, a, v, 0, 65535, &c.port);
+        else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int(cmd, a, v, 16, 1 << 20, &c.n_ctx);
+        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) ok = args_int(cmd, a, v, 1, 256, &c.n_slots);
+        else if (!strcmp(a, "--batch-size") || !strcmp(a, "-b")) ok = args_int(cmd, a, v, 1, 1 << 16, &c.n_batch);
+        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int(cmd, a, v, 1, 1024, &c.n_threads);
+        else if (!strcmp(a, "--queue")) ok = args_int(cmd, a, v, 1, 1 << 16, &c.queue_cap);
+        else if (!strcmp(a, "--max-body")) {
+            ok = args_int(cmd, a, v, 1024, 1 << 30, &max_body_mb);
+            c.max_body = (size_t)max_body_mb;
+        } else if (!strcmp(a, "--api-key")) c.api_key = v;
+        else if (!strcmp(a, "--alias") || !strcmp(a, "-a")) c.alias = v;
+        else if (!strcmp(a, "--chat-template")) c.chat_template = v;
+        else if (!strcmp(a, "--backend")) {
+            if (strcmp(v, "cpu") != 0) {
+                fprintf(stderr, "llm170 serve: --backend %s: only 'cpu' is built in\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "llm170 serve: unknown flag %s\n", a);
+            usage();
+            return 2;
+        }
+        if (!ok) return 2;
+    }
+    if (!c.model_path) {
+        fprintf(stderr, "llm170 serve: --model is required\n");
+        usage();
+        return 2;
+    }
+    if (c.api_key && !c.api_key[0]) {
+        fprintf(stderr, "llm170 serve: --api-key must not be empty\n");
+        return 2;
+    }
+    return srv_serve(&c);
+}

@@ -1,0 +1,123 @@
+/* srv routes anthropic: POST /v1/messages and /v1/messages/count_tokens in Anthropic's shapes: a whole
+ * message ({"type": "message", "content": [{"type": "text", ...}], "stop_reason", "usage"}), or the event
+ * stream message_start, content_block_start, ping, content_block_delta (text_delta) ..., content_block_stop,
+ * message_delta (stop_reason, usage), message_stop. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/routes.h"
+
+static const char *stop_reason(int f) {
+    return f == SRV_FIN_LENGTH ? "max_tokens" : f == SRV_FIN_STOP ? "stop_sequence" : "end_turn";
+}
+
+static json_t *stop_sequence(int f, int idx, char *const *stop, int n_stop) {
+    return f == SRV_FIN_STOP && idx >= 0 && idx < n_stop ? json_string(stop[idx]) : json_null();
+}
+
+static json_t *message_json(const char *id, const char *model, json_t *content, json_t *reason, json_t *seq, int n_in,
+                            int n_out, int n_cached) {
+    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:{s:i,s:i,s:i}}", "id", id, "type", "message", "role", "assistant",
+                     "model", model, "content", content, "stop_reason", reason, "stop_sequence", seq, "usage",
+                     "input_tokens", n_in, "output_tokens", n_out, "cache_read_input_tokens", n_cached);
+}
+
+static void format_messages(srv_stream *st, const srv_delta *d) {
+    if (d->len)
+        srv_stream_event(st, "content_block_delta",
+                         json_pack("{s:s,s:i,s:{s:s,s:o}}", "type", "content_block_delta", "index", 0, "delta", "type",
+                                   "text_delta", "text", srv_json_text(d->text, d->len)));
+    if (d->finish == SRV_RUNNING) return;
+    if (d->finish == SRV_FIN_ERROR || d->finish == SRV_FIN_CANCELLED) {
+        srv_err e = {500, "", NULL};
+        snprintf(e.msg, sizeof e.msg, "generation stopped: %s", d->err[0] ? d->err : "cancelled");
+        char *body = srv_error_anthropic(&e, NULL);
+        if (body) {
+            srv_stream_raw(st, "event: error\ndata: ");
+            srv_stream_raw(st, body);
+            srv_stream_raw(st, "\n\n");
+            free(body);
+        }
+        st->done = true;
+        return;
+    }
+    srv_stream_event(st, "content_block_stop", json_pack("{s:s,s:i}", "type", "content_block_stop", "index", 0));
+    srv_stream_event(st, "message_delta",
+                     json_pack("{s:s,s:{s:s,s:o},s:{s:i}}", "type", "message_delta", "delta", "stop_reason",
+                               stop_reason(d->finish), "stop_sequence",
+                               stop_sequence(d->finish, d->stop_index, st->stop, st->n_stop), "usage", "output_tokens",
+                               d->n_gen));
+    srv_stream_event(st, "message_stop", json_pack("{s:s}", "type", "message_stop"));
+    st->done = true;
+}
+
+void srv_route_messages(srv_server *s, const char *body, size_t len, int fd, srv_reply *r) {
+    srv_params p;
+    srv_err e;
+    int32_t *ids = NULL;
+    int n = 0;
+    srv_job *j = NULL;
+    if (srv_parse_request(SRV_API_MESSAGES, body, len, &p, &e) || srv_check_model(s, p.model, &e) ||
+        srv_prompt_tokens(s, &p, &ids, &n, &e) || srv_submit(s, &p, ids, n, &j, &e)) {
+        srv_reply_error(r, SRV_API_MESSAGES, &e);
+    } else if (p.stream) {
+        srv_stream *st = srv_stream_new(s, j, &p, "msg_", fd, format_messages);
+        if (!st) {
+            srv_job_cancel(j);
+            srv_job_release(j);
+            srv_fail(&e, 500, NULL, "out of memory");
+            srv_reply_error(r, SRV_API_MESSAGES, &e);
+        } else {
+            srv_stream_event(st, "message_start",
+                             json_pack("{s:s,s:o}", "type", "message_start", "message",
+                                       message_json(st->id, st->model, json_array(), json_null(), json_null(), n, 0, 0)));
+            srv_stream_event(st, "content_block_start",
+                             json_pack("{s:s,s:i,s:{s:s,s:s}}", "type", "content_block_start", "index", 0, "content_block",
+                                       "type", "text", "text", ""));
+            srv_stream_event(st, "ping", json_pack("{s:s}", "type", "ping"));
+            r->status = 200;
+            r->stream = st;
+        }
+    } else {
+        char *text;
+        size_t tlen;
+        srv_lp *lp;
+        int n_lp;
+        srv_delta fin;
+        memset(&fin, 0, sizeof fin);
+        if (srv_collect(j, fd, &text, &tlen, &lp, &n_lp, &fin) || fin.finish == SRV_FIN_ERROR ||
+            fin.finish == SRV_FIN_CANCELLED) {
+            if (fin.finish == SRV_FIN_ERROR) srv_fail(&e, 500, NULL, "generation failed: %s", fin.err);
+            else srv_fail(&e, fin.finish == SRV_FIN_CANCELLED && !srv_client_gone(fd) ? 503 : 400, NULL,
+                          "the request was cancelled before it finished");
+            srv_reply_error(r, SRV_API_MESSAGES, &e);
+        } else {
+            char id[48];
+            srv_make_id(id, sizeof id, "msg_");
+            json_t *content = json_pack("[{s:s,s:o}]", "type", "text", "text", srv_json_text(text, tlen));
+            srv_reply_json(r, 200, message_json(id, p.model ? p.model : s->model_id, content,
+                                                json_string(stop_reason(fin.finish)),
+                                                stop_sequence(fin.finish, fin.stop_index, p.stop, p.n_stop), fin.n_prompt,
+                                                fin.n_gen, fin.n_cached));
+        }
+        free(text);
+        free(lp);
+        srv_job_release(j);
+    }
+    free(ids);
+    srv_params_free(&p);
+}
+
+void srv_route_count_tokens(srv_server *s, const char *body, size_t len, srv_reply *r) {
+    srv_params p;
+    srv_err e;
+    int32_t *ids = NULL;
+    int n = 0;
+    if (srv_parse_request(SRV_API_COUNT_TOKENS, body, len, &p, &e) || srv_check_model(s, p.model, &e) ||
+        srv_prompt_tokens(s, &p, &ids, &n, &e))
+        srv_reply_error(r, SRV_API_COUNT_TOKENS, &e);
+    else
+        srv_reply_json(r, 200, json_pack("{s:i}", "input_tokens", n));
+    free(ids);
+    srv_params_free(&p);
+}

@@ -1,0 +1,27 @@
+/* srv: `llm170 serve`, an HTTP server with OpenAI- and Anthropic-compatible endpoints over the public API
+ * (include/llm170.h). http.c owns the listener; routes_*.c turn requests into scheduler jobs (sched.c)
+ * and jobs' output into responses. srv_serve runs until SIGINT or SIGTERM. */
+#ifndef LLM170_SERVER_SERVER_H
+#define LLM170_SERVER_SERVER_H
+
+#include <stddef.h>
+
+typedef struct srv_config {
+    const char *model_path;
+    const char *alias;      /* model id reported and accepted; NULL: the file's base name */
+    const char *host;       /* "127.0.0.1" unless told otherwise */
+    int port;               /* 0: any free port (printed on stderr) */
+    int n_ctx;              /* tokens per slot */
+    int n_slots;            /* --parallel */
+    int n_batch;            /* per-step token budget */
+    int n_threads;
+    int queue_cap;
+    size_t max_body;        /* bytes */
+    const char *api_key;    /* NULL: no auth */
+    const char *chat_template; /* NULL: the file's own; else a built-in's name or a template's text */
+} srv_config;
+
+/* Returns the process exit status (0 after a clean shutdown, 1 if the server could not start). */
+int srv_serve(const srv_config *cfg);
+
+#endif

@@ -1,0 +1,134 @@
+/* The server's model-free pieces: request parsing (the bad-request table: every malformed body gets a 400
+ * naming the field, never a crash), the step planner (continuous batching within a token budget), prefix
+ * reuse decisions and stop-string holdback. The HTTP end to end is tests/server/cli_server.sh. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "server/request.h"
+#include "server/sched.h"
+
+static void expect_bad(srv_api api, const char *body, const char *param, const char *msg_part) {
+    srv_params p;
+    srv_err e = {0};
+    int rc = srv_parse_request(api, body, strlen(body), &p, &e);
+    CHECKF(rc == -1 && e.status == 400, "%s: rc %d status %d", body, rc, e.status);
+    CHECKF(!param || (e.param && !strcmp(e.param, param)), "%s: param %s, expected %s", body, e.param ? e.param : "-", param);
+    CHECKF(strstr(e.msg, msg_part) != NULL, "%s: message '%s' lacks '%s'", body, e.msg, msg_part);
+    srv_params_free(&p);
+}
+
+static void check_parse(void) {
+    srv_params p;
+    srv_err e = {0};
+    const char *ok = "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                     "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi \"},{\"type\":\"text\",\"text\":\"there\"}]}],"
+                     "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"max_tokens\":7,\"temperature\":0,"
+                     "\"top_k\":5,\"seed\":42,\"stop\":[\"a\",\"bc\"],\"logprobs\":true,\"top_logprobs\":3}";
+    CHECKF(srv_parse_request(SRV_API_CHAT, ok, strlen(ok), &p, &e) == 0, "%s", e.msg);
+    CHECK(p.stream && p.include_usage && p.max_tokens == 7 && p.sp.temperature == 0 && p.sp.top_k == 5);
+    CHECK(p.seed_given && p.sp.seed == 42 && p.n_stop == 2 && !strcmp(p.stop[1], "bc") && p.n_probs == 3);
+    CHECKF(p.messages && strstr(p.messages, "\"content\":\"hi there\""), "parts joined: %s", p.messages);
+    srv_params_free(&p);
+
+    const char *anth = "{\"model\":\"m\",\"max_tokens\":5,\"system\":[{\"type\":\"text\",\"text\":\"S\"}],"
+                       "\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}],\"stop_sequences\":[\"x\"]}";
+    CHECKF(srv_parse_request(SRV_API_MESSAGES, anth, strlen(anth), &p, &e) == 0, "%s", e.msg);
+    CHECKF(p.messages && strstr(p.messages, "{\"role\":\"system\",\"content\":\"S\"}") == p.messages + 1,
+           "system first: %s", p.messages);
+    CHECK(p.max_tokens == 5 && p.n_stop == 1);
+    srv_params_free(&p);
+
+    const char *comp = "{\"prompt\":[1,2,3],\"logprobs\":2}";
+    CHECKF(srv_parse_request(SRV_API_COMPLETION, comp, strlen(comp), &p, &e) == 0, "%s", e.msg);
+    CHECK(p.n_prompt_ids == 3 && p.prompt_ids[2] == 3 && p.n_probs == 2 && p.max_tokens == -1);
+    srv_params_free(&p);
+
+    /* the bad-request table */
+    expect_bad(SRV_API_CHAT, "{\"messages\": [", NULL, "invalid JSON");
+    expect_bad(SRV_API_CHAT, "[1,2]", NULL, "must be a JSON object");
+    expect_bad(SRV_API_CHAT, "{}", "messages", "'messages' is required");
+    expect_bad(SRV_API_CHAT, "{\"messages\":\"hi\"}", "messages", "must be an array");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[]}", "messages", "must not be empty");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"content\":\"x\"}]}", "messages", "no 'role'");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", "messages", "role must be");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages", "content must be");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", "content",
+               "only \"text\" parts");
+    expect_bad(SRV_API_CHAT, "{\"model\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "model", "must be a string");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":\"9\"}", "max_tokens",
+               "must be an integer");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", "max_tokens", "must be in");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":99999999999}", "max_tokens",
+               "must be in");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":\"hot\"}", "temperature",
+               "must be a number");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":7}", "temperature", "must be in");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":1}", "stream", "must be a boolean");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", "stop", "must be a string");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":3}", "n", "must be in 1..1");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_logprobs\":3}", "top_logprobs",
+               "needs 'logprobs'");
+    expect_bad(SRV_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"a\":1,\"a\":2}", NULL, "invalid JSON");
+    expect_bad(SRV_API_COMPLETION, "{}", "prompt", "'prompt' is required");
+    expect_bad(SRV_API_COMPLETION, "{\"prompt\":[1,-2]}", "prompt", "token id");
+    expect_bad(SRV_API_COMPLETION, "{\"prompt\":{}}", "prompt", "must be a string");
+    expect_bad(SRV_API_MESSAGES, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "max_tokens", "is required");
+    expect_bad(SRV_API_MESSAGES, "{\"max_tokens\":4,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}", "messages",
+               "role must be");
+    expect_bad(SRV_API_MESSAGES, "{\"max_tokens\":4,\"system\":7,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               "system", "must be a string");
+}
+
+static void check_plan(void) {
+    /* two generating slots, three prefilling ones (arrival order 5, 2, 9), budget 10 */
+    srv_plan_slot s[5] = {{true, 0, 1}, {false, 6, 5}, {false, 4, 2}, {true, 0, 3}, {false, 30, 9}};
+    int take[5];
+    int total = srv_plan_step(s, 5, 10, take);
+    CHECKF(total == 10 && take[0] == 1 && take[3] == 1, "total %d", total);
+    CHECKF(take[2] == 4 && take[1] == 4 && take[4] == 0, "oldest prefill first: %d %d %d", take[2], take[1], take[4]);
+    /* decoding never starves, even with a budget smaller than the generating slots */
+    srv_plan_slot g[3] = {{true, 0, 0}, {true, 0, 1}, {false, 8, 2}};
+    total = srv_plan_step(g, 3, 1, take);
+    CHECK(total == 2 && take[0] == 1 && take[1] == 1 && take[2] == 0);
+    srv_plan_slot idle[2] = {{false, 0, 0}, {false, 0, 1}};
+    CHECK(srv_plan_step(idle, 2, 64, take) == 0);
+}
+
+static void check_reuse(void) {
+    int32_t cache[6] = {1, 2, 3, 4, 5, 6}, p1[5] = {1, 2, 3, 9, 9}, p2[8] = {1, 2, 3, 4, 5, 6, 7, 8}, p3[4] = {1, 2, 3, 4};
+    int how;
+    CHECK(srv_prefix_reuse(cache, 6, -1, false, p1, 5, &how) == 3 && how == SRV_REUSE_TRUNCATE);
+    CHECK(srv_prefix_reuse(cache, 6, -1, true, p1, 5, &how) == 0 && how == SRV_REUSE_NONE);
+    CHECK(srv_prefix_reuse(cache, 6, 2, true, p1, 5, &how) == 2 && how == SRV_REUSE_RESTORE);
+    CHECK(srv_prefix_reuse(cache, 6, 2, true, p2, 8, &how) == 6 && how == SRV_REUSE_KEEP);
+    /* the same prompt again: one token is left to decode */
+    CHECK(srv_prefix_reuse(cache, 6, 3, true, p3, 4, &how) == 3 && how == SRV_REUSE_RESTORE);
+    CHECK(srv_prefix_reuse(cache, 4, 3, true, p3, 4, &how) == 3 && how == SRV_REUSE_RESTORE);
+    CHECK(srv_prefix_reuse(cache, 3, -1, true, p3, 4, &how) == 3 && how == SRV_REUSE_KEEP);
+    CHECK(srv_prefix_reuse(cache, 0, -1, false, p3, 4, &how) == 0 && how == SRV_REUSE_NONE);
+}
+
+static void check_stop(void) {
+    char *stop[2] = {"STOP", "\xc3\xa9nd"};
+    int hit;
+    const char *t = "hello ST";
+    CHECK(srv_stop_scan(t, strlen(t), 0, stop, 2, &hit) == 6 && hit == -1); /* "ST" held back */
+    t = "hello STOP there";
+    CHECK(srv_stop_scan(t, strlen(t), 6, stop, 2, &hit) == 6 && hit == 0);
+    t = "x \xc3\xa9n";
+    CHECK(srv_stop_scan(t, strlen(t), 0, stop, 2, &hit) == 2 && hit == -1);
+    t = "x \xc3\xa9nd";
+    CHECK(srv_stop_scan(t, strlen(t), 2, stop, 2, &hit) == 2 && hit == 1);
+    t = "plain";
+    CHECK(srv_stop_scan(t, strlen(t), 0, stop, 2, &hit) == 5 && hit == -1);
+    CHECK(srv_stop_scan(t, strlen(t), 0, NULL, 0, &hit) == 5 && hit == -1);
+}
+
+int main(void) {
+    check_parse();
+    check_plan();
+    check_reuse();
+    check_stop();
+    return check_report("test_server_parse");
+}
