@@ -98,20 +98,21 @@ void cpu_sigmoid_mul(threadpool *pool, float *y, const float *gate, int64_t n) {
     pool_run(pool, n, 4096, sigmoid_mul_range, &J);
 }
 
-/* rows [r0, r1) of y = x / sqrt(mean(x^2) + eps) * w; 16 partial sums keep the sum vectorizable */
+/* rows [r0, r1) of y = x / sqrt(mean(x^2) + eps) * w; the sum of squares in double, as the reference
+ * (8 partial sums keep it vectorizable). y may be x (in place): each element is read before it is written. */
 HOT static void rms_norm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     (void)thread;
     ew_job *J = ctx;
     int64_t C = J->cols;
     for (int64_t r = r0; r < r1; r++) {
-        const float *restrict x = J->a + r * C;
-        float *restrict y = J->y + r * C;
-        float acc[16] = {0};
+        const float *x = J->a + r * C;
+        float *y = J->y + r * C;
+        double acc[8] = {0};
         int64_t i = 0;
-        for (; i + 16 <= C; i += 16)
-            for (int l = 0; l < 16; l++) acc[l] += x[i + l] * x[i + l];
+        for (; i + 8 <= C; i += 8)
+            for (int l = 0; l < 8; l++) acc[l] += (double)x[i + l] * x[i + l];
         double ss = 0;
-        for (int l = 0; l < 16; l++) ss += acc[l];
+        for (int l = 0; l < 8; l++) ss += acc[l];
         for (; i < C; i++) ss += (double)x[i] * x[i];
         float inv = 1.0f / sqrtf((float)(ss / (double)C) + J->eps);
         if (J->w)
