@@ -14,6 +14,20 @@
 
 #define Y4(j) ((const block_q8_K *)((const char *)vy + (size_t)(j) * ystride))
 
+/* The 8 sub-block mins as 16 int16, each twice (m0 m0 m1 m1 ... m7 m7): one madd with a token's 16 bsums
+ * then gives m_j * (bsums[2j] + bsums[2j+1]) in lane j — the same int32s simd_k4_mins forms with a
+ * madd, a widening and a mullo per token; here the widening is shared by the four tokens. */
+static inline __m256i simd_k4_mdup(uint64_t mn8) {
+    const __m128i m = _mm_cvtsi64_si128((long long)mn8);
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+}
+
+/* accm + dmin * dy * sum_j m_j * (bsums[2j] + bsums[2j+1]), lane by lane as simd_k4_mins */
+static inline __m256 simd_k4_mins_dup(__m256 accm, __m256i mdup, const block_q8_K *y, float dmin) {
+    const __m256i prod = _mm256_madd_epi16(simd_ld(y->bsums), mdup);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod), _mm256_set1_ps(y->d * dmin), accm);
+}
+
 static void SIMD_NAME(q4_k_vec_dot4_q8_k)(int64_t n, float *s, const void *vx, const void *vy, size_t ystride) {
     const block_q4_K *x = vx;
     const block_q8_K *y[4] = {Y4(0), Y4(1), Y4(2), Y4(3)};
@@ -25,8 +39,9 @@ static void SIMD_NAME(q4_k_vec_dot4_q8_k)(int64_t n, float *s, const void *vx, c
         uint64_t sc8, mn8;
         simd_k4_unpack(x[b].scales, &sc8, &mn8);
         const float d = _cvtsh_ss(x[b].d), dmin = _cvtsh_ss(x[b].dmin);
+        const __m256i mdup = simd_k4_mdup(mn8);
         _Pragma("GCC unroll 4")
-        for (int j = 0; j < 4; j++) accm[j] = simd_k4_mins(accm[j], mn8, &y[j][b], dmin);
+        for (int j = 0; j < 4; j++) accm[j] = simd_k4_mins_dup(accm[j], mdup, &y[j][b], dmin);
         const __m256i sc = simd_u8x8_i16x2(sc8);
         __m256i isum[4];
         _Pragma("GCC unroll 4")
@@ -61,8 +76,9 @@ static void SIMD_NAME(q5_k_vec_dot4_q8_k)(int64_t n, float *s, const void *vx, c
         uint64_t sc8, mn8;
         simd_k4_unpack(x[b].scales, &sc8, &mn8);
         const float d = _cvtsh_ss(x[b].d), dmin = _cvtsh_ss(x[b].dmin);
+        const __m256i mdup = simd_k4_mdup(mn8);
         _Pragma("GCC unroll 4")
-        for (int j = 0; j < 4; j++) accm[j] = simd_k4_mins(accm[j], mn8, &y[j][b], dmin);
+        for (int j = 0; j < 4; j++) accm[j] = simd_k4_mins_dup(accm[j], mdup, &y[j][b], dmin);
         const __m256i sc = simd_u8x8_i16x2(sc8);
         const __m256i qh = simd_ld(x[b].qh);
         __m256i isum[4];
