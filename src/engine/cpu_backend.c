@@ -203,10 +203,32 @@ static void cpu_sigmoid_mul_op(backend *b, float *y, const float *gate, int64_t 
     cpu_sigmoid_mul(impl(b)->pool, y, gate, n);
 }
 
+/* rope and l2 norm run the references on token ranges split over the pool (tokens are independent) */
+typedef struct tok_job {
+    float *x;
+    const int32_t *pos;
+    int H, D;
+    const rope_params *rp;
+    const float *factors;
+    float eps, scale;
+} tok_job;
+
+static void rope_tokens(void *ctx, int64_t t0, int64_t t1, int thread) {
+    (void)thread;
+    tok_job *J = ctx;
+    ref_rope(J->x + t0 * J->H * J->D, J->pos + t0, (int)(t1 - t0), J->H, J->D, J->rp, J->factors);
+}
+
+static void l2_tokens(void *ctx, int64_t t0, int64_t t1, int thread) {
+    (void)thread;
+    tok_job *J = ctx;
+    ref_l2_norm(J->x + t0 * J->H * J->D, (int)(t1 - t0), J->H, J->D, J->eps, J->scale);
+}
+
 static void cpu_rope(backend *b, float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
                      const weight *factors) {
-    (void)b;
-    ref_rope(x, pos, T, H, D, rp, factors ? (const float *)factors->data : NULL);
+    tok_job J = {.x = x, .pos = pos, .H = H, .D = D, .rp = rp, .factors = factors ? (const float *)factors->data : NULL};
+    pool_run(impl(b)->pool, T, 8, rope_tokens, &J);
 }
 
 static void cpu_add_bias(backend *b, float *y, const weight *bias, int T, int N) {
@@ -225,8 +247,8 @@ static void cpu_scale(backend *b, float *y, float s, int64_t n) {
 }
 
 static void cpu_l2_norm(backend *b, float *x, int T, int H, int D, float eps, float scale) {
-    (void)b;
-    ref_l2_norm(x, T, H, D, eps, scale);
+    tok_job J = {.x = x, .H = H, .D = D, .eps = eps, .scale = scale};
+    pool_run(impl(b)->pool, T, 8, l2_tokens, &J);
 }
 
 static float *scratch(cpu *c, int64_t n) {
