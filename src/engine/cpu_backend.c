@@ -108,6 +108,12 @@ static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
         for (int64_t r = r0; r < r1; r++) {
             const void *wr = j->wbase + r * j->wrow;
             int t = t0;
+            if (j->ops.vec_dot8) /* eight tokens per weight-row pass: same bits as one at a time */
+                for (; t + 8 <= t1; t += 8) {
+                    float s8[8];
+                    j->ops.vec_dot8(n, s8, wr, j->xq + t * j->xrow, j->xrow);
+                    for (int q = 0; q < 8; q++) j->y[(t + q) * ne1 + r] = s8[q];
+                }
             if (j->ops.vec_dot4) /* four tokens per weight-row pass: same bits as one at a time */
                 for (; t + 4 <= t1; t += 4) {
                     float s4[4];

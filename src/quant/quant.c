@@ -81,7 +81,8 @@ quant_ops quant_ops_best(enum qtype t) {
         if (o->vec_dot) {
             out.vec_dot = o->vec_dot;
             out.vec_dot_type = o->vec_dot_type;
-            out.vec_dot4 = o->vec_dot4; /* only with its own ISA's vec_dot: the two must agree bit for bit */
+            out.vec_dot4 = o->vec_dot4; /* only with its own ISA's vec_dot: they must agree bit for bit */
+            out.vec_dot8 = o->vec_dot8;
         }
     }
     return out;

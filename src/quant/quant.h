@@ -36,6 +36,7 @@ typedef struct quant_ops {
     quant_vec_dot_fn vec_dot;       /* NULL: no dot product for this type */
     enum qtype vec_dot_type;        /* what activations are quantized to for vec_dot */
     quant_vec_dot4_fn vec_dot4;     /* NULL: none (callers loop vec_dot) */
+    quant_vec_dot4_fn vec_dot8;     /* the same for EIGHT rows y_j; NULL: none */
 } quant_ops;
 
 enum quant_isa { QUANT_ISA_SCALAR, QUANT_ISA_AVX2, QUANT_ISA_AVX512, QUANT_ISA_NEON, QUANT_ISA_COUNT };

@@ -1,4 +1,4 @@
-/* vec_dot4 (one weight row against four activation rows, used by prefill) must give, for each row, the
+/* vec_dot4 / vec_dot8 (one weight row against four / eight activation rows, used by prefill) must give, for each row, the
  * exact bits of vec_dot of the same ISA: otherwise a token's logits would depend on how many tokens share
  * its batch. Checked for every type and available ISA that has one, on fresh random blocks, with the
  * activation rows at a stride larger than a row (as the engine lays them out). */
@@ -12,7 +12,7 @@
 int main(void) {
     rng r;
     rng_seed(&r, 99);
-    int checked = 0;
+    int checked = 0, checked8 = 0;
     for (int isa = 0; isa < QUANT_ISA_COUNT; isa++) {
         for (int t = 0; t < QT_COUNT; t++) {
             const quant_ops *o = quant_ops_get((enum qtype)t, (enum quant_isa)isa);
@@ -38,6 +38,23 @@ int main(void) {
                     CHECKF(memcmp(&s1, &s4[j], sizeof s1) == 0, "%s %s n=%lld row %d: %a vs %a", in->name,
                            quant_isa_name((enum quant_isa)isa), (long long)n, j, s4[j], s1);
                 }
+                if (o->vec_dot8) { /* eight rows: the four above and four more at the same stride */
+                    char *act8 = malloc(stride * 8);
+                    memcpy(act8, act, stride * 4);
+                    for (int j = 4; j < 8; j++) {
+                        for (int64_t i = 0; i < n; i++) f[i] = rng_normal(&r);
+                        a->from_float(f, act8 + j * stride, n);
+                    }
+                    float s8[8];
+                    o->vec_dot8(n, s8, w, act8, stride);
+                    for (int j = 0; j < 8; j++) {
+                        o->vec_dot(n, &s1, w, act8 + j * stride);
+                        CHECKF(memcmp(&s1, &s8[j], sizeof s1) == 0, "%s %s vec_dot8 n=%lld row %d: %a vs %a",
+                               in->name, quant_isa_name((enum quant_isa)isa), (long long)n, j, s8[j], s1);
+                    }
+                    free(act8);
+                    checked8++;
+                }
                 checked++;
                 free(w);
                 free(act);
@@ -45,7 +62,7 @@ int main(void) {
             }
         }
     }
-    printf("vec_dot4 vs vec_dot: %d (type, isa, length) cases\n", checked);
+    printf("vec_dot4 vs vec_dot: %d (type, isa, length) cases; vec_dot8: %d\n", checked, checked8);
     CHECK(checked > 0 || !quant_isa_available(QUANT_ISA_AVX2));
     return check_report("test_quant_dot4");
 }
