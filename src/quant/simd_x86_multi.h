@@ -246,12 +246,60 @@ static void SIMD_NAME(q4_k_vec_dot8_q8_k)(int64_t n, float *s, const void *vx, c
 }
 #endif
 
+/* ---- 32-value blocks against Q8_0 activations: Q5_0 and Q8_0 (Gemma-style files, output heads) ---- */
+#define Y80(j) ((const block_q8_0 *)((const char *)vy + (size_t)(j) * ystride))
+
+/* per token, the single-row kernel's ops: isum = |q| . (y * sign(q)), acc += isum * (dx * dy) */
+#define DOT4_S8_BODY(Q)                                                                               \
+    do {                                                                                              \
+        const __m256i q_ = (Q), aq_ = _mm256_sign_epi8(q_, q_);                                       \
+        const float dx_ = _cvtsh_ss(x[b].d);                                                          \
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {                                        \
+            const __m256i isum = simd_dot_u8s8(_mm256_setzero_si256(), aq_,                           \
+                                               _mm256_sign_epi8(simd_load32(y[j][b].qs), q_));        \
+            acc[j] = simd_scale_acc(acc[j], isum, dx_ * _cvtsh_ss(y[j][b].d));                        \
+        }                                                                                             \
+    } while (0)
+
+static void SIMD_NAME(q5_0_vec_dot4_q8_0)(int64_t n, float *s, const void *vx, const void *vy, size_t ystride) {
+    const block_q5_0 *x = vx;
+    const block_q8_0 *y[4] = {Y80(0), Y80(1), Y80(2), Y80(3)};
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    __m256 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK5_0; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
+        DOT4_S8_BODY(_mm256_sub_epi8(simd_q5_values(x[b].qs, x[b].qh), sixteen));
+    }
+    _Pragma("GCC unroll 4")
+    for (int j = 0; j < 4; j++) s[j] = simd_hsum_ps(acc[j]);
+}
+
+static void SIMD_NAME(q8_0_vec_dot4_q8_0)(int64_t n, float *s, const void *vx, const void *vy, size_t ystride) {
+    const block_q8_0 *x = vx;
+    const block_q8_0 *y[4] = {Y80(0), Y80(1), Y80(2), Y80(3)};
+    __m256 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK8_0; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
+        DOT4_S8_BODY(simd_load32(x[b].qs));
+    }
+    _Pragma("GCC unroll 4")
+    for (int j = 0; j < 4; j++) s[j] = simd_hsum_ps(acc[j]);
+}
+
+#undef DOT4_S8_BODY
+#undef Y80
 #undef Y4
 
 static void SIMD_NAME(simd_x86_register_multi)(quant_table t, enum quant_isa isa) {
     t[QT_Q4_K][isa].vec_dot4 = SIMD_NAME(q4_k_vec_dot4_q8_k);
     t[QT_Q5_K][isa].vec_dot4 = SIMD_NAME(q5_k_vec_dot4_q8_k);
     t[QT_Q6_K][isa].vec_dot4 = SIMD_NAME(q6_k_vec_dot4_q8_k);
+    t[QT_Q5_0][isa].vec_dot4 = SIMD_NAME(q5_0_vec_dot4_q8_0);
+    t[QT_Q8_0][isa].vec_dot4 = SIMD_NAME(q8_0_vec_dot4_q8_0);
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     t[QT_Q4_K][isa].vec_dot8 = SIMD_NAME(q4_k_vec_dot8_q8_k);
 #endif
