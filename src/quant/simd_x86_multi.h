@@ -244,6 +244,52 @@ static void SIMD_NAME(q4_k_vec_dot8_q8_k)(int64_t n, float *s, const void *vx, c
     _Pragma("GCC unroll 8")
     for (int j = 0; j < 8; j++) s[j] = simd_hsum_ps(_mm256_sub_ps(acc[j], accm[j]));
 }
+
+/* Eight tokens per pass of a Q5_K row: Q4_K's eight-token form with the fifth bit of qh. */
+static void SIMD_NAME(q5_k_vec_dot8_q8_k)(int64_t n, float *s, const void *vx, const void *vy, size_t ystride) {
+    const block_q5_K *x = vx;
+    const block_q8_K *y[8] = {Y4(0), Y4(1), Y4(2), Y4(3), Y4(4), Y4(5), Y4(6), Y4(7)};
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    __m256 acc[8], accm[8];
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 8; j++) acc[j] = accm[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
+        uint64_t sc8, mn8;
+        simd_k4_unpack(x[b].scales, &sc8, &mn8);
+        const float d = _cvtsh_ss(x[b].d), dmin = _cvtsh_ss(x[b].dmin);
+        const __m256i mdup = simd_k4_mdup(mn8);
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) accm[j] = simd_k4_mins_dup(accm[j], mdup, &y[j][b], dmin);
+        const __m512i sc512 = _mm512_broadcast_i64x4(simd_u8x8_i16x2(sc8));
+        const __m256i qh = simd_ld(x[b].qh);
+        __m512i isum5[8];
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) isum5[j] = _mm512_setzero_si512();
+        for (int g = 0; g < 4; g++) {
+            const __m256i q = simd_ld(x[b].qs + 32 * g);
+            const __m256i b0 = _mm256_set1_epi8((char)(1 << (2 * g))), b1 = _mm256_set1_epi8((char)(2 << (2 * g)));
+            const __m256i h0 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b0), b0), sixteen);
+            const __m256i h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), sixteen);
+            const __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_or_si256(simd_lo4(q), h0)),
+                                                 _mm256_or_si256(simd_hi4(q), h1), 1);
+            const __m512i ctrl = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * g)))),
+                _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * g + 1))), 1);
+            const __m512i sg = _mm512_shuffle_epi8(sc512, ctrl);
+            _Pragma("GCC unroll 8")
+            for (int j = 0; j < 8; j++)
+                isum5[j] = _mm512_dpwssd_epi32(isum5[j], _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[j][b].qs + 64 * g)), sg);
+        }
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) {
+            const __m256i isum = _mm256_add_epi32(_mm512_castsi512_si256(isum5[j]), _mm512_extracti64x4_epi64(isum5[j], 1));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[j][b].d), acc[j]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 8; j++) s[j] = simd_hsum_ps(_mm256_sub_ps(acc[j], accm[j]));
+}
 #endif
 
 /* ---- 32-value blocks against Q8_0 activations: Q5_0 and Q8_0 (Gemma-style files, output heads) ---- */
@@ -302,6 +348,7 @@ static void SIMD_NAME(simd_x86_register_multi)(quant_table t, enum quant_isa isa
     t[QT_Q8_0][isa].vec_dot4 = SIMD_NAME(q8_0_vec_dot4_q8_0);
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     t[QT_Q4_K][isa].vec_dot8 = SIMD_NAME(q4_k_vec_dot8_q8_k);
+    t[QT_Q5_K][isa].vec_dot8 = SIMD_NAME(q5_k_vec_dot8_q8_k);
 #endif
 }
 
