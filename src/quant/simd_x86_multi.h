@@ -290,6 +290,51 @@ static void SIMD_NAME(q5_k_vec_dot8_q8_k)(int64_t n, float *s, const void *vx, c
     _Pragma("GCC unroll 8")
     for (int j = 0; j < 8; j++) s[j] = simd_hsum_ps(_mm256_sub_ps(acc[j], accm[j]));
 }
+
+/* Eight tokens per pass of a Q6_K row, groups k and k+1 of a half side by side in one zmm (their 64
+ * activation bytes are contiguous); the -32 offset through the bsums as in the 256-bit kernel. */
+static void SIMD_NAME(q6_k_vec_dot8_q8_k)(int64_t n, float *s, const void *vx, const void *vy, size_t ystride) {
+    const block_q6_K *x = vx;
+    const block_q8_K *y[8] = {Y4(0), Y4(1), Y4(2), Y4(3), Y4(4), Y4(5), Y4(6), Y4(7)};
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        simd_prefetch(&x[b], (int)sizeof x[b]);
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)x[b].scales);
+        const __m256i s16 = _mm256_cvtepi8_epi16(s8);
+        const float d = _cvtsh_ss(x[b].d);
+        __m512i isum5[8];
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) isum5[j] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m256i u[4];
+            simd_q6_half(x[b].ql + 64 * h, x[b].qh + 32 * h, u);
+            const __m512i sc512 = _mm512_broadcast_i64x4(simd_i8x8_i16x2(h ? _mm_srli_si128(s8, 8) : s8));
+            for (int k = 0; k < 4; k += 2) {
+                const __m512i uu = _mm512_inserti64x4(_mm512_castsi256_si512(u[k]), u[k + 1], 1);
+                const __m512i ctrl = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * k + 1))),
+                                                            _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * k))))),
+                    _mm256_set_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * k + 3))),
+                                     _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * k + 2)))), 1);
+                const __m512i sk = _mm512_shuffle_epi8(sc512, ctrl);
+                _Pragma("GCC unroll 8")
+                for (int j = 0; j < 8; j++)
+                    isum5[j] = _mm512_dpwssd_epi32(
+                        isum5[j], _mm512_maddubs_epi16(uu, _mm512_loadu_si512(y[j][b].qs + 128 * h + 32 * k)), sk);
+            }
+        }
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) {
+            __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(simd_scaled_bsums(s16, &y[j][b]), 5));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm512_castsi512_si256(isum5[j]), _mm512_extracti64x4_epi64(isum5[j], 1)));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[j][b].d), acc[j]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 8; j++) s[j] = simd_hsum_ps(acc[j]);
+}
 #endif
 
 /* ---- 32-value blocks against Q8_0 activations: Q5_0 and Q8_0 (Gemma-style files, output heads) ---- */
@@ -349,6 +394,7 @@ static void SIMD_NAME(simd_x86_register_multi)(quant_table t, enum quant_isa isa
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     t[QT_Q4_K][isa].vec_dot8 = SIMD_NAME(q4_k_vec_dot8_q8_k);
     t[QT_Q5_K][isa].vec_dot8 = SIMD_NAME(q5_k_vec_dot8_q8_k);
+    t[QT_Q6_K][isa].vec_dot8 = SIMD_NAME(q6_k_vec_dot8_q8_k);
 #endif
 }
 
