@@ -4,6 +4,7 @@
  * hot loops are compiled for AVX-512, AVX2 and baseline x86-64 with run-time selection (target_clones).
  * Tests hold them to the references (tests/engine/test_cpu_ops.c). */
 #include "engine/cpu_ops.h"
+#include "engine/cpu_vexp.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -139,15 +140,28 @@ HOT static void chunk_head(float *restrict S, const float *q, const float *k, co
     memset(KK, 0, sizeof(float) * (size_t)c * c);
     gemm_nn(c, c, Dk, 1.0f, q, qk_stride, Kt, c, P, c);
     gemm_nn(c, c, Dk, 1.0f, k, qk_stride, Kt, c, KK, c);
-    /* decay weights: P_ij *= D_ij (j <= i, else 0); KK_ij <- L_ij (j < i) */
+    /* decay weights: P_ij *= D_ij (j <= i, else 0); KK_ij <- L_ij (j < i); D by the vector exp, 8 j at a
+     * time (gam_i - gam_j <= 0 there, so no clamp is reached) */
     for (int i = 0; i < c; i++) {
         float bi = beta[i * gb_stride];
-        for (int j = 0; j <= i; j++) {
+        int j = 0;
+        for (; j + 8 <= i + 1; j += 8) {
+            v8sf gj, pv, kv;
+            memcpy(&gj, gam + j, sizeof gj);
+            memcpy(&pv, P + i * c + j, sizeof pv);
+            memcpy(&kv, KK + i * c + j, sizeof kv);
+            v8sf dv = vexp8(gam[i] - gj);
+            pv = pv * dv;
+            kv = kv * (bi * dv);
+            memcpy(P + i * c + j, &pv, sizeof pv);
+            memcpy(KK + i * c + j, &kv, sizeof kv);
+        }
+        for (; j <= i; j++) {
             float d = expf(gam[i] - gam[j]);
             P[i * c + j] *= d;
             KK[i * c + j] *= bi * d;
         }
-        for (int j = i + 1; j < c; j++) P[i * c + j] = 0;
+        for (j = i + 1; j < c; j++) P[i * c + j] = 0;
     }
     /* U and W by forward substitution through (I + L) */
     for (int i = 0; i < c; i++) {
