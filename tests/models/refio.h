@@ -4,6 +4,7 @@
 #ifndef LLM170_TESTS_REFIO_H
 #define LLM170_TESTS_REFIO_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,5 +102,17 @@ bad:
 }
 
 static inline void ref_free(ref_file *r) { free(r->buf); }
+
+/* The golden tests' error measure for one row of logits: max_i |ours_i - ref_i| / max_i |ref_i| (NaN in ours
+ * propagates, so it fails any tolerance). */
+static inline float ref_row_err(const float *ours, const float *ref, int n) {
+    float num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        float d = fabsf(ours[i] - ref[i]);
+        if (!(d <= num)) num = d;
+        if (fabsf(ref[i]) > den) den = fabsf(ref[i]);
+    }
+    return num / (den > 0 ? den : 1);
+}
 
 #endif

@@ -31,16 +31,6 @@ static const golden_case cases[] = {
     {"qwen3", true, 1e-4f},  {"qwen3", false, 1e-2f},  {"gemma3", true, 1e-4f}, {"gemma3", false, 1e-2f},
 };
 
-static float row_err(const float *ours, const float *ref, int n) {
-    float num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        float d = fabsf(ours[i] - ref[i]);
-        if (!(d <= num)) num = d; /* NaN propagates */
-        if (fabsf(ref[i]) > den) den = fabsf(ref[i]);
-    }
-    return num / (den > 0 ? den : 1);
-}
-
 static void run_case(const golden_case *gc, const ref_file *r) {
     char path[256];
     snprintf(path, sizeof path, "tests/models/fixtures/%s-f16.gguf", gc->arch);
@@ -63,7 +53,7 @@ static void run_case(const golden_case *gc, const ref_file *r) {
     float worst = 0;
     int worst_at = 0;
     for (int t = 0; t < N; t++) {
-        float e = row_err(llm170_logits(c, t), r->logits + (size_t)t * V, V);
+        float e = ref_row_err(llm170_logits(c, t), r->logits + (size_t)t * V, V);
         if (!(e <= worst)) worst = e, worst_at = t;
     }
     /* 2. greedy: prefill the prompt, then 32 greedy steps through the cache */
@@ -76,7 +66,7 @@ static void run_case(const golden_case *gc, const ref_file *r) {
     float step_worst = 0;
     for (int i = 0; i < G; i++) {
         CHECK(llm170_decode(c, &b, 1) == 0);
-        float e = row_err(llm170_logits(c, 0), r->logits + (size_t)(P - 1 + i) * V, V);
+        float e = ref_row_err(llm170_logits(c, 0), r->logits + (size_t)(P - 1 + i) * V, V);
         if (!(e <= step_worst)) step_worst = e;
         tok = llm170_sample(s, llm170_logits(c, 0));
         if (tok != r->tokens[P + i] && first_diff < 0) first_diff = i;
@@ -95,7 +85,7 @@ static void run_case(const golden_case *gc, const ref_file *r) {
         CHECK(llm170_decode(c, two, 2) == 0);
         for (int q = 0, row = 0; q < 2; q++)
             for (uint32_t t = 0; t < bt[q]->dims[0]; t++, row++) {
-                float e = row_err(llm170_logits(c, row), (const float *)bl[q]->data + (size_t)t * V, V);
+                float e = ref_row_err(llm170_logits(c, row), (const float *)bl[q]->data + (size_t)t * V, V);
                 if (!(e <= batch_worst)) batch_worst = e;
             }
     } else {

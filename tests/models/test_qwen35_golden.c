@@ -37,16 +37,6 @@ static const golden_case cases[] = {
     {"qwen35moe", "q8_0", false, 1.5e-1f}, {"qwen35moe", "q4_k_m", true, 1e-4f}, {"qwen35moe", "q4_k_m", false, 1.5e-1f},
 };
 
-static float row_err(const float *ours, const float *ref, int n) {
-    float num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        float d = fabsf(ours[i] - ref[i]);
-        if (!(d <= num)) num = d; /* NaN propagates */
-        if (fabsf(ref[i]) > den) den = fabsf(ref[i]);
-    }
-    return num / (den > 0 ? den : 1);
-}
-
 static void run_case(const golden_case *gc, const ref_file *r) {
     char path[256];
     snprintf(path, sizeof path, "tests/models/fixtures/%s-%s.gguf", gc->arch, gc->quant);
@@ -87,7 +77,7 @@ static void run_case(const golden_case *gc, const ref_file *r) {
     float worst = 0;
     int worst_at = 0, n_over = 0;
     for (int t = 0; t < N; t++) {
-        float e = row_err(llm170_logits(c, t), ref_logits + (size_t)t * V, V);
+        float e = ref_row_err(llm170_logits(c, t), ref_logits + (size_t)t * V, V);
         if (!(e <= worst)) worst = e, worst_at = t;
         n_over += !(e <= 1e-2f);
     }
@@ -102,7 +92,7 @@ static void run_case(const golden_case *gc, const ref_file *r) {
         for (int t = 0; t < n; t++) memcpy(hid + (size_t)t * C, llm170_hidden(c, t), sizeof(float) * C);
         CHECKF(llm170_mtp_decode(c, 1, hid, r->tokens + 1, n, ml) == 0, "mtp: %s", llm170_last_error());
         for (int t = 0; t < n; t++) {
-            float e = row_err(ml + (size_t)t * V, (const float *)mtp->data + (size_t)t * V, V);
+            float e = ref_row_err(ml + (size_t)t * V, (const float *)mtp->data + (size_t)t * V, V);
             if (!(e <= mtp_worst)) mtp_worst = e;
         }
         free(hid);
@@ -146,7 +136,7 @@ static void run_case(const golden_case *gc, const ref_file *r) {
         CHECK(llm170_decode(c, two, 2) == 0);
         for (int q = 0, row = 0; q < 2; q++)
             for (uint32_t t = 0; t < bt[q]->dims[0]; t++, row++) {
-                float e = row_err(llm170_logits(c, row), (const float *)bl[q]->data + (size_t)t * V, V);
+                float e = ref_row_err(llm170_logits(c, row), (const float *)bl[q]->data + (size_t)t * V, V);
                 if (!(e <= batch_worst)) batch_worst = e;
             }
     } else {
