@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fpenv.h"
 #include "engine/forward.h"
 #include "chat/chat.h"
 #include "engine/sampler.h"
@@ -368,8 +369,10 @@ int llm170_mtp_decode(llm170_context *c, int seq, const float *hidden, const int
         err_set(&e, ERR_UNSUPPORTED, "%s models have no MTP block", model_arch_name(c->model->m->arch));
         return fail(&e);
     }
-    if (qwen35_mtp_forward(c->model->m, c->kv, seq, hidden, next, n, logits, NULL, &e)) return fail(&e);
-    return 0;
+    const unsigned fp = fpenv_enter(); /* as model_forward: base/fpenv.h */
+    const int rc = qwen35_mtp_forward(c->model->m, c->kv, seq, hidden, next, n, logits, NULL, &e);
+    fpenv_leave(fp);
+    return rc ? fail(&e) : 0;
 }
 
 int llm170_seq_len(const llm170_context *c, int seq) {

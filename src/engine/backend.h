@@ -34,6 +34,10 @@ typedef struct weight {
 
 typedef struct backend backend;
 
+/* A span of at least this many tokens of one sequence makes "bulk" rows (backend_ops.matmul): where the
+ * CPU's int8 matrix products (quant/gemm.h) beat its row-by-row kernels, panel unpacking included. */
+#define BULK_MIN_ROWS 32
+
 typedef struct backend_ops {
     void (*destroy)(backend *b); /* frees the backend and everything it allocated */
     /* --- memory --- */
@@ -48,8 +52,12 @@ typedef struct backend_ops {
     int (*weight_init)(backend *b, weight *w, const gguf_tensor *t, err *e);
 
     /* --- ops --- */
-    /* y[T][ne1] = x[T][ne0] . W^T  (expert e of a 3-D weight; 0 otherwise) */
-    void (*matmul)(backend *b, const weight *w, int expert, const float *x, float *y, int T);
+    /* y[T][ne1] = x[T][ne0] . W^T  (expert e of a 3-D weight; 0 otherwise). bulk (host, may be NULL =
+     * all 0): bulk[t] != 0 marks row t as one of a long run of one sequence's tokens (see BULK_MIN_ROWS);
+     * a backend may compute those rows with its matrix-product kernels, the others with its row-by-row
+     * kernels (the two agree to a few ulps of the terms, not bit for bit). The flag depends only on the
+     * row's own sequence, so a sequence's results never depend on what else shares its batch. */
+    void (*matmul)(backend *b, const weight *w, int expert, const float *x, float *y, int T, const uint8_t *bulk);
     /* y[T][ne0] = rows ids[t] of W (an embedding lookup, dequantized) */
     void (*get_rows)(backend *b, const weight *w, const int32_t *ids, float *y, int T);
     /* y[T][C] = rms_norm(x) * w  (w: an F32 weight of C values, or NULL) */

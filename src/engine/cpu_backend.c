@@ -10,6 +10,7 @@
 #include "engine/backend.h"
 #include "engine/cpu_ops.h"
 #include "engine/threadpool.h"
+#include "quant/gemm.h"
 #include "quant/quant.h"
 
 typedef struct cpu {
@@ -21,6 +22,13 @@ typedef struct cpu {
     int64_t rowbuf_cap;  /* floats per thread */
     float *scratch;      /* attention scores / GDN chunk scratch */
     int64_t scratch_cap;
+    /* bulk rows (quant/gemm.h): row lists, activations, and per thread a panel and its unpacking scratch */
+    int32_t *rows;       /* [T]: bulk rows, then the other rows */
+    size_t rows_cap;
+    void *acts;
+    size_t acts_cap;
+    void *panels;        /* [n_threads][panel_stride] */
+    size_t panels_cap, panel_stride;
 } cpu;
 
 static cpu *impl(backend *b) { return b->impl; }
@@ -79,6 +87,15 @@ typedef struct mm_job {
     quant_ops ops;
     float *rowbuf;         /* exact mode */
     int64_t rowbuf_stride;
+    const int32_t *rows;   /* the rows the row-by-row kernels compute (ascending), n_rows of them */
+    int n_rows;
+    /* bulk rows: the int8 matrix products */
+    const int32_t *brows;  /* [n_bulk] ascending */
+    int n_bulk;
+    gemm_acts acts;
+    gemm_run_fn run;
+    char *panels;
+    size_t panel_stride;
 } mm_job;
 
 /* quantize activation rows [t0, t1) */
@@ -91,11 +108,12 @@ static void mm_quantize(void *ctx, int64_t t0, int64_t t1, int thread) {
         from(j->x + t * j->w->ne[0], (void *)(j->xq + t * j->xrow), j->w->ne[0]);
 }
 
-/* Output rows [r0, r1) for every token. Tokens go in tiles, rows inside a tile: the tile's quantized
- * activations stay in L2 while the thread's weight rows stream past once per tile. Rows outer (every row
- * re-reading all T activation rows) and small tiles (weights re-streamed from L3 per 16 tokens) both
- * measured ~55 GMAC/s for a 1024 x 3584 Q4_K matrix at T = 512 on one Zen 4 core; tiles of ~256 KB of
- * activations measured 80. */
+/* Output rows [r0, r1) for the job's row list. Tokens go in tiles, rows inside a tile: the tile's
+ * quantized activations stay in L2 while the thread's weight rows stream past once per tile. Rows outer
+ * (every row re-reading all T activation rows) and small tiles (weights re-streamed from L3 per 16
+ * tokens) both measured ~55 GMAC/s for a 1024 x 3584 Q4_K matrix at T = 512 on one Zen 4 core; tiles of
+ * ~256 KB of activations measured 80. Eight (four) tokens share a weight-row pass where eight (four)
+ * consecutive rows are listed. */
 #define MM_TILE_BYTES (256 << 10)
 static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     (void)thread;
@@ -103,25 +121,54 @@ static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     int64_t n = j->w->ne[0], ne1 = j->w->ne[1];
     int tile = (int)(MM_TILE_BYTES / j->xrow) & ~3;
     tile = tile < 16 ? 16 : tile > 256 ? 256 : tile;
-    for (int t0 = 0; t0 < j->T; t0 += tile) {
-        int t1 = t0 + tile < j->T ? t0 + tile : j->T;
+    const int32_t *L = j->rows;
+    for (int i0 = 0; i0 < j->n_rows; i0 += tile) {
+        int i1 = i0 + tile < j->n_rows ? i0 + tile : j->n_rows;
         for (int64_t r = r0; r < r1; r++) {
             const void *wr = j->wbase + r * j->wrow;
-            int t = t0;
-            if (j->ops.vec_dot8) /* eight tokens per weight-row pass: same bits as one at a time */
-                for (; t + 8 <= t1; t += 8) {
+            int i = i0;
+            while (i < i1) {
+                const int t = L[i];
+                if (j->ops.vec_dot8 && i + 8 <= i1 && L[i + 7] == t + 7) { /* same bits as one at a time */
                     float s8[8];
                     j->ops.vec_dot8(n, s8, wr, j->xq + t * j->xrow, j->xrow);
                     for (int q = 0; q < 8; q++) j->y[(t + q) * ne1 + r] = s8[q];
-                }
-            if (j->ops.vec_dot4) /* four tokens per weight-row pass: same bits as one at a time */
-                for (; t + 4 <= t1; t += 4) {
+                    i += 8;
+                } else if (j->ops.vec_dot4 && i + 4 <= i1 && L[i + 3] == t + 3) {
                     float s4[4];
                     j->ops.vec_dot4(n, s4, wr, j->xq + t * j->xrow, j->xrow);
                     for (int q = 0; q < 4; q++) j->y[(t + q) * ne1 + r] = s4[q];
+                    i += 4;
+                } else {
+                    j->ops.vec_dot(n, &j->y[t * ne1 + r], wr, j->xq + t * j->xrow);
+                    i++;
                 }
-            for (; t < t1; t++) j->ops.vec_dot(n, &j->y[t * ne1 + r], wr, j->xq + t * j->xrow);
+            }
         }
+    }
+}
+
+/* bulk rows: gather their activations into the int8 products' layout, tokens [i0, i1) of the list */
+static void mm_acts(void *ctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    mm_job *j = ctx;
+    gemm_acts_fill_rows(&j->acts, j->ops.vec_dot_type, j->xq, j->xrow, j->brows, (int)i0, (int)i1, j->ops.u8.off);
+}
+
+/* bulk rows: panels [p0, p1) of GEMM_PANEL weight rows, each unpacked once and run against every bulk
+ * token */
+static void mm_panels(void *ctx, int64_t p0, int64_t p1, int thread) {
+    mm_job *j = ctx;
+    const int64_t K = j->w->ne[0], ne1 = j->w->ne[1];
+    char *buf = j->panels + (size_t)thread * j->panel_stride;
+    gemm_panel p;
+    gemm_panel_init(&p, buf, K, j->ops.u8.sb, j->ops.u8.has_min);
+    void *tmp = buf + gemm_panel_bytes(K, j->ops.u8.sb);
+    for (int64_t pi = p0; pi < p1; pi++) {
+        const int64_t r0 = pi * GEMM_PANEL;
+        const int nr = (int)(ne1 - r0 < GEMM_PANEL ? ne1 - r0 : GEMM_PANEL);
+        gemm_pack(&j->ops, j->wbase + r0 * j->wrow, j->wrow, nr, &p, tmp);
+        j->run(&p, &j->acts, 0, j->n_bulk, j->brows, j->y + r0, ne1);
     }
 }
 
@@ -140,7 +187,7 @@ static void mm_rows_exact(void *ctx, int64_t r0, int64_t r1, int thread) {
     }
 }
 
-static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, float *y, int T) {
+static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, float *y, int T, const uint8_t *bulk) {
     cpu *c = impl(b);
     mm_job j = {.w = w, .x = x, .y = y, .T = T, .ops = quant_ops_best(w->type)};
     j.wrow = qtype_row_bytes(w->type, w->ne[0]);
@@ -158,6 +205,17 @@ static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, 
         pool_run(c->pool, w->ne[1], 8, mm_rows_exact, &j);
         return;
     }
+    /* split the rows: bulk ones to the int8 matrix products where this type and CPU have them */
+    if (!grow((void **)&c->rows, &c->rows_cap, sizeof(int32_t) * (size_t)T)) abort();
+    int nb = 0;
+    if (bulk && gemm_supported(w->type))
+        for (int t = 0; t < T; t++)
+            if (bulk[t]) c->rows[nb++] = t;
+    j.brows = c->rows;
+    j.n_bulk = nb;
+    j.rows = c->rows + nb;
+    for (int t = 0; t < T; t++)
+        if (!(nb && bulk[t])) c->rows[nb + j.n_rows++] = t;
     if (j.ops.vec_dot_type == QT_F32) {
         j.xq = (const char *)x;
         j.xrow = sizeof(float) * (size_t)w->ne[0];
@@ -167,7 +225,21 @@ static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, 
         j.xq = c->xq;
         pool_run(c->pool, T, 1, mm_quantize, &j);
     }
-    pool_run(c->pool, w->ne[1], 16, mm_rows, &j);
+    if (nb) {
+        const int64_t K = w->ne[0];
+        const int sb = j.ops.u8.sb, ag = gemm_act_group(j.ops.vec_dot_type, sb);
+        j.run = gemm_run_best();
+        j.panel_stride = gemm_panel_bytes(K, sb) + gemm_pack_scratch_bytes(K, sb);
+        if (!grow(&c->acts, &c->acts_cap, gemm_acts_bytes(K, sb, ag, nb) + 64) ||
+            !grow(&c->panels, &c->panels_cap, j.panel_stride * (size_t)nt + 64))
+            abort(); /* activation-sized scratch, as xq above */
+        gemm_acts_layout(&j.acts, (char *)c->acts + (-(uintptr_t)c->acts & 63), j.ops.vec_dot_type, K, sb, nb);
+        j.panels = (char *)c->panels + (-(uintptr_t)c->panels & 63);
+        pool_run(c->pool, nb, 1, mm_acts, &j);
+        /* a panel's results do not depend on the thread that computes it: balance dynamically */
+        pool_run_dynamic(c->pool, (w->ne[1] + GEMM_PANEL - 1) / GEMM_PANEL, 1, mm_panels, &j);
+    }
+    if (j.n_rows) pool_run(c->pool, w->ne[1], 16, mm_rows, &j);
 }
 
 static void cpu_get_rows(backend *b, const weight *w, const int32_t *ids, float *y, int T) {
@@ -209,21 +281,12 @@ static void cpu_sigmoid_mul_op(backend *b, float *y, const float *gate, int64_t 
     cpu_sigmoid_mul(impl(b)->pool, y, gate, n);
 }
 
-/* rope and l2 norm run the references on token ranges split over the pool (tokens are independent) */
+/* l2 norm runs the reference on token ranges split over the pool (tokens are independent) */
 typedef struct tok_job {
     float *x;
-    const int32_t *pos;
     int H, D;
-    const rope_params *rp;
-    const float *factors;
     float eps, scale;
 } tok_job;
-
-static void rope_tokens(void *ctx, int64_t t0, int64_t t1, int thread) {
-    (void)thread;
-    tok_job *J = ctx;
-    ref_rope(J->x + t0 * J->H * J->D, J->pos + t0, (int)(t1 - t0), J->H, J->D, J->rp, J->factors);
-}
 
 static void l2_tokens(void *ctx, int64_t t0, int64_t t1, int thread) {
     (void)thread;
@@ -231,10 +294,9 @@ static void l2_tokens(void *ctx, int64_t t0, int64_t t1, int thread) {
     ref_l2_norm(J->x + t0 * J->H * J->D, (int)(t1 - t0), J->H, J->D, J->eps, J->scale);
 }
 
-static void cpu_rope(backend *b, float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
-                     const weight *factors) {
-    tok_job J = {.x = x, .pos = pos, .H = H, .D = D, .rp = rp, .factors = factors ? (const float *)factors->data : NULL};
-    pool_run(impl(b)->pool, T, 8, rope_tokens, &J);
+static void cpu_rope_op(backend *b, float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
+                        const weight *factors) {
+    cpu_rope(impl(b)->pool, x, pos, T, H, D, rp, factors ? (const float *)factors->data : NULL);
 }
 
 static void cpu_add_bias(backend *b, float *y, const weight *bias, int T, int N) {
@@ -242,9 +304,8 @@ static void cpu_add_bias(backend *b, float *y, const weight *bias, int T, int N)
     ref_add_bias(y, bias->data, T, N);
 }
 
-static void cpu_geglu(backend *b, const float *g, const float *u, float *y, int64_t n) {
-    (void)b;
-    ref_geglu(g, u, y, n);
+static void cpu_geglu_op(backend *b, const float *g, const float *u, float *y, int64_t n) {
+    cpu_geglu(impl(b)->pool, g, u, y, n);
 }
 
 static void cpu_scale(backend *b, float *y, float s, int64_t n) {
@@ -272,7 +333,8 @@ static void cpu_attention_op(backend *b, const float *q, const float *k, const f
                              int window) {
     cpu *c = impl(b);
     int nt = pool_n_threads(c->pool);
-    cpu_attention(c->pool, scratch(c, (int64_t)nt * S), S, q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window);
+    cpu_attention(c->pool, scratch(c, cpu_attention_scratch(nt, D)), q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale,
+                  window);
 }
 
 static void cpu_conv1d_silu_op(backend *b, const float *x, float *state, const weight *w, float *y, int T, int Ch, int K) {
@@ -329,9 +391,9 @@ static const backend_ops cpu_ops = {
     .swiglu = cpu_swiglu,
     .copy_cols = cpu_copy_cols,
     .sigmoid_mul = cpu_sigmoid_mul_op,
-    .rope = cpu_rope,
+    .rope = cpu_rope_op,
     .add_bias = cpu_add_bias,
-    .geglu = cpu_geglu,
+    .geglu = cpu_geglu_op,
     .scale = cpu_scale,
     .l2_norm = cpu_l2_norm,
     .attention = cpu_attention_op,
@@ -366,6 +428,9 @@ static void cpu_destroy(backend *b) {
         free(c->xq);
         free(c->rowbuf);
         free(c->scratch);
+        free(c->rows);
+        free(c->acts);
+        free(c->panels);
         free(c);
     }
     free(b);

@@ -1,6 +1,6 @@
 /* cpu_elementwise: the CPU backend's fast elementwise and per-row kernels — SiLU/sigmoid gates, RMS norm,
  * the causal conv1d — split over the thread pool and written so the compiler vectorizes them (target
- * clones for AVX-512 / AVX2 / baseline, like cpu_gdn.c). The exponential is a vectorizable polynomial
+ * clones for AVX-512 / AVX2 / baseline, like cpu_gdn.c); also GeGLU and RoPE. The exponential is a vectorizable polynomial
  * (vexp8: reduction to [-ln2/2, ln2/2] and a degree-6 series, relative error ~2e-7 against expf), so
  * results differ from the references in ops_ref.c by float rounding only;
  * tests/engine/test_cpu_ops.c holds them to the references. */
@@ -43,6 +43,24 @@ HOT static void sigmoid_mul_span(float *y, const float *gate, int64_t n) {
     for (; i < n; i++) y[i] *= 1.0f / (1.0f + expf(-gate[i]));
 }
 
+/* y = gelu_tanh(g) * u with 0.5 (1 + tanh(z)) written as the logistic 1 / (1 + e^(-2z)),
+ * z = sqrt(2/pi) (x + 0.044715 x^3): the same function, one vector exp (ref_geglu calls tanhf) */
+HOT static void geglu_span(float *y, const float *g, const float *u, int64_t n) {
+    const float k2 = 2.0f * 0.7978845608028654f;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8sf x, uv;
+        memcpy(&x, g + i, sizeof x);
+        memcpy(&uv, u + i, sizeof uv);
+        v8sf out = x / (1.0f + vexp8(-k2 * (x + 0.044715f * x * x * x))) * uv;
+        memcpy(y + i, &out, sizeof out);
+    }
+    for (; i < n; i++) {
+        const float x = g[i];
+        y[i] = x / (1.0f + expf(-k2 * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
 typedef struct ew_job {
     float *y;
     const float *a, *b, *w;
@@ -60,6 +78,17 @@ HOT static void silu_mul_range(void *ctx, int64_t i0, int64_t i1, int thread) {
 void cpu_silu_mul(threadpool *pool, const float *g, const float *u, float *y, int64_t n) {
     ew_job J = {.y = y, .a = g, .b = u, .n = n};
     pool_run(pool, n, 4096, silu_mul_range, &J);
+}
+
+HOT static void geglu_range(void *ctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    ew_job *J = ctx;
+    geglu_span(J->y + i0, J->a + i0, J->b + i0, i1 - i0);
+}
+
+void cpu_geglu(threadpool *pool, const float *g, const float *u, float *y, int64_t n) {
+    ew_job J = {.y = y, .a = g, .b = u, .n = n};
+    pool_run(pool, n, 4096, geglu_range, &J);
 }
 
 HOT static void sigmoid_mul_range(void *ctx, int64_t i0, int64_t i1, int thread) {
@@ -142,4 +171,57 @@ int cpu_conv1d_silu(threadpool *pool, const float *x, float *state, const float 
     ew_job J = {.y = y, .a = x, .w = w, .state = state, .n = T, .cols = Ch, .k = K};
     pool_run(pool, Ch, 64, conv_channels, &J);
     return 0;
+}
+
+/* ---- RoPE: ref_rope with each token's cos / sin computed once for all its heads ---- */
+
+#define ROPE_MAX_HALF 512
+
+typedef struct rope_job {
+    float *x;
+    const int32_t *pos;
+    int H, D;
+    const rope_params *rp;
+    const float *freq; /* [n_rot / 2] */
+} rope_job;
+
+/* tokens [t0, t1); the angle is formed by the reference's float operations, so results are its bits */
+static void rope_range(void *ctx, int64_t t0, int64_t t1, int thread) {
+    (void)thread;
+    const rope_job *J = ctx;
+    const int half = J->rp->n_rot / 2;
+    const int stride = J->rp->mode == ROPE_NORM ? 2 : 1, other = J->rp->mode == ROPE_NORM ? 1 : half;
+    float c[ROPE_MAX_HALF], sn[ROPE_MAX_HALF];
+    for (int64_t t = t0; t < t1; t++) {
+        for (int i = 0; i < half; i++) {
+            const float ang = (float)J->pos[t] * J->rp->freq_scale * J->freq[i];
+            c[i] = cosf(ang);
+            sn[i] = sinf(ang);
+        }
+        for (int h = 0; h < J->H; h++) {
+            float *xh = J->x + (t * J->H + h) * J->D;
+            for (int i = 0; i < half; i++) {
+                float *pa = xh + i * stride, *pb = pa + other;
+                const float a = *pa, b = *pb;
+                *pa = a * c[i] - b * sn[i];
+                *pb = a * sn[i] + b * c[i];
+            }
+        }
+    }
+}
+
+void cpu_rope(threadpool *pool, float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
+              const float *factors) {
+    const int half = rp->n_rot / 2;
+    if (half > ROPE_MAX_HALF) {
+        ref_rope(x, pos, T, H, D, rp, factors);
+        return;
+    }
+    float freq[ROPE_MAX_HALF];
+    for (int i = 0; i < half; i++) {
+        freq[i] = powf(rp->theta, -2.0f * (float)i / (float)rp->n_rot);
+        if (factors) freq[i] /= factors[i];
+    }
+    rope_job J = {x, pos, H, D, rp, freq};
+    pool_run(pool, T, 4, rope_range, &J);
 }

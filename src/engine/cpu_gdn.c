@@ -1,42 +1,15 @@
-/* cpu_gdn: the CPU backend's Gated DeltaNet and attention kernels — the same math as ref_gdn_step,
- * ref_gdn_chunk and ref_attention (ops_ref.c), arranged for speed: every inner loop runs along a
- * contiguous row (axpy form, which the compiler vectorizes), heads run in parallel on the thread pool, and
- * hot loops are compiled for AVX-512, AVX2 and baseline x86-64 with run-time selection (target_clones).
+/* cpu_gdn: the CPU backend's Gated DeltaNet kernels — the same math as ref_gdn_step and ref_gdn_chunk
+ * (ops_ref.c), arranged for speed: every inner loop runs along a contiguous row (axpy form, which the
+ * compiler vectorizes) or is a small matrix product (cpu_blas.h), heads run in parallel on the thread
+ * pool, and hot loops are compiled for AVX-512, AVX2 and baseline x86-64 with run-time selection.
  * Tests hold them to the references (tests/engine/test_cpu_ops.c). */
+#include "engine/cpu_blas.h"
 #include "engine/cpu_ops.h"
 #include "engine/cpu_vexp.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("O3")))
-#else
-#define HOT
-#endif
-
-/* y += a * x */
-HOT static void axpy(float *restrict y, const float *restrict x, float a, int n) {
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
-}
-
-/* y *= a */
-HOT static void scal(float *restrict y, float a, int n) {
-    for (int i = 0; i < n; i++) y[i] *= a;
-}
-
-/* dot product with 16 independent partial sums (vectorizable without reassociating one sum) */
-HOT static float dot(const float *restrict a, const float *restrict b, int n) {
-    float acc[16] = {0};
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) acc[l] += a[i + l] * b[i + l];
-    float s = 0;
-    for (int l = 0; l < 16; l++) s += acc[l];
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
-}
 
 /* ---------------------------------------------------------------- recurrent step */
 
@@ -80,39 +53,6 @@ static void step_heads(void *ctx, int64_t j0, int64_t j1, int thread) {
 }
 
 /* ---------------------------------------------------------------- chunked form (see ops_ref.c) */
-
-/* C[M][N] (row stride ldc) += alpha * A[M][K] (lda) . B[K][N] (ldb), row-major floats. The chunked delta
- * rule is five small matrix products per head and chunk; done as dots and axpys they were bound by loads
- * and stores. Blocks of 4 rows x 32 columns keep 128 accumulators in registers (8 zmm / 16 ymm) while
- * B's row streams through; the sums over K run in order, as in the reference. */
-#define GB_M 4
-#define GB_N 32
-HOT static void gemm_nn(int M, int N, int K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-                        float *C, int64_t ldc) {
-    int i = 0;
-    for (; i + GB_M <= M; i += GB_M) {
-        int j = 0;
-        for (; j + GB_N <= N; j += GB_N) {
-            float acc[GB_M][GB_N] = {{0}};
-            for (int k = 0; k < K; k++) {
-                const float *b = B + (int64_t)k * ldb + j;
-                _Pragma("GCC unroll 4") for (int r = 0; r < GB_M; r++) {
-                    float a = A[(int64_t)(i + r) * lda + k];
-                    for (int c = 0; c < GB_N; c++) acc[r][c] += a * b[c];
-                }
-            }
-            _Pragma("GCC unroll 4") for (int r = 0; r < GB_M; r++) axpy(C + (int64_t)(i + r) * ldc + j, acc[r], alpha, GB_N);
-        }
-        for (; j < N; j++) /* column tail */
-            for (int r = 0; r < GB_M; r++) {
-                float acc = 0;
-                for (int k = 0; k < K; k++) acc += A[(int64_t)(i + r) * lda + k] * B[(int64_t)k * ldb + j];
-                C[(int64_t)(i + r) * ldc + j] += alpha * acc;
-            }
-    }
-    for (; i < M; i++) /* row tail */
-        for (int k = 0; k < K; k++) axpy(C + (int64_t)i * ldc, B + (int64_t)k * ldb, alpha * A[(int64_t)i * lda + k], N);
-}
 
 /* Per-thread scratch of the chunked form, in floats. */
 static int64_t chunk_scratch(int chunk, int Dk, int Dv) {
@@ -220,50 +160,7 @@ void cpu_gdn(threadpool *pool, float *scratch, float *S, const float *q, const f
              enum gdn_head_map map) {
     int64_t per = chunk_scratch(chunk, Dk, Dv);
     gdn_job J = {S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, chunk, map, scratch, per > Dv ? per : Dv};
-    pool_run(pool, Hv, 1, T == 1 ? step_heads : chunk_heads, &J);
-}
-
-/* ---------------------------------------------------------------- attention */
-
-typedef struct att_job {
-    const float *q, *k, *v;
-    float *out;
-    const int32_t *qpos, *kpos;
-    int T, S, Hq, Hkv, D;
-    float scale;
-    int window;
-    float *scratch;
-    int64_t scratch_per;
-} att_job;
-
-/* items are (token, head) pairs */
-HOT static void att_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
-    att_job *J = ctx;
-    float *sc = J->scratch + thread * J->scratch_per;
-    int group = J->Hq / J->Hkv;
-    for (int64_t r = r0; r < r1; r++) {
-        int t = (int)(r / J->Hq), h = (int)(r % J->Hq), kvh = h / group;
-        const float *qh = J->q + r * J->D;
-        float *oh = J->out + r * J->D;
-        float mx = -INFINITY;
-        int lo = 0, n = 0; /* visible keys are [lo, n): kpos ascending, window behind the query */
-        while (n < J->S && J->kpos[n] <= J->qpos[t]) n++;
-        if (J->window > 0)
-            while (lo < n && J->qpos[t] - J->kpos[lo] >= J->window) lo++;
-        for (int s = lo; s < n; s++) {
-            sc[s] = dot(qh, J->k + ((int64_t)s * J->Hkv + kvh) * J->D, J->D) * J->scale;
-            mx = sc[s] > mx ? sc[s] : mx;
-        }
-        double sum = 0;
-        for (int s = lo; s < n; s++) sum += sc[s] = expf(sc[s] - mx);
-        memset(oh, 0, sizeof(float) * (size_t)J->D);
-        for (int s = lo; s < n; s++) axpy(oh, J->v + ((int64_t)s * J->Hkv + kvh) * J->D, (float)(sc[s] / sum), J->D);
-    }
-}
-
-void cpu_attention(threadpool *pool, float *scratch, int64_t scratch_per, const float *q, const float *k,
-                   const float *v, float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv,
-                   int D, float scale, int window) {
-    att_job J = {q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window, scratch, scratch_per};
-    pool_run(pool, (int64_t)T * Hq, 1, att_rows, &J);
+    /* a head's results do not depend on the thread (scratch is rewritten per head and chunk) */
+    if (T == 1) pool_run(pool, Hv, 1, step_heads, &J);
+    else pool_run_dynamic(pool, Hv, 1, chunk_heads, &J);
 }

@@ -1,10 +1,21 @@
 /* forward: batch validation and dispatch to the architecture's forward. */
 #include "engine/forward.h"
 
+#include "base/fpenv.h"
+
 int fwd_n_out(const fwd_span *spans, int n_spans) {
     int n = 0;
     for (int s = 0; s < n_spans; s++) n += fwd_span_rows(&spans[s]);
     return n;
+}
+
+void fwd_bulk_rows(const fwd_span *spans, int n_spans, uint8_t *bulk, uint8_t *out_bulk) {
+    for (int s = 0, t = 0, o = 0; s < n_spans; s++) {
+        const uint8_t f = spans[s].n >= BULK_MIN_ROWS;
+        for (int i = 0; i < spans[s].n; i++) bulk[t++] = f;
+        if (out_bulk)
+            for (int i = 0; i < fwd_span_rows(&spans[s]); i++) out_bulk[o++] = f && spans[s].out == FWD_OUT_ALL;
+    }
 }
 
 int model_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden, err *e) {
@@ -25,13 +36,17 @@ int model_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, fl
                 return err_set(e, ERR_RANGE, "token id %d at position %d is outside the vocabulary (0..%d)",
                                sp->tokens[i], past + i, m->hp.n_vocab - 1);
     }
+    const unsigned fp = fpenv_enter(); /* subnormals flushed (base/fpenv.h) */
+    int rc;
     switch (m->arch) {
     case ARCH_QWEN35:
-    case ARCH_QWEN35MOE: return qwen35_forward(m, kv, spans, n_spans, logits, hidden, e);
+    case ARCH_QWEN35MOE: rc = qwen35_forward(m, kv, spans, n_spans, logits, hidden, e); break;
     case ARCH_LLAMA:
     case ARCH_QWEN2:
-    case ARCH_QWEN3: return llama_forward(m, kv, spans, n_spans, logits, hidden, e);
-    case ARCH_GEMMA3: return gemma3_forward(m, kv, spans, n_spans, logits, hidden, e);
-    default: return err_set(e, ERR_UNSUPPORTED, "no forward for architecture %s", model_arch_name(m->arch));
+    case ARCH_QWEN3: rc = llama_forward(m, kv, spans, n_spans, logits, hidden, e); break;
+    case ARCH_GEMMA3: rc = gemma3_forward(m, kv, spans, n_spans, logits, hidden, e); break;
+    default: rc = err_set(e, ERR_UNSUPPORTED, "no forward for architecture %s", model_arch_name(m->arch));
     }
+    fpenv_leave(fp);
+    return rc;
 }

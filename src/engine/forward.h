@@ -26,6 +26,11 @@ static inline int fwd_span_rows(const fwd_span *s) { return s->out == FWD_OUT_AL
 /* Number of logit rows a batch produces. */
 int fwd_n_out(const fwd_span *spans, int n_spans);
 
+/* The bulk flags (backend_ops.matmul) of a batch's T rows: 1 for the rows of spans of >= BULK_MIN_ROWS
+ * tokens. out_bulk (may be NULL) gets the flags of the fwd_n_out output rows: a span's output rows are
+ * bulk when it outputs all of them and is long enough, never for a single last row. */
+void fwd_bulk_rows(const fwd_span *spans, int n_spans, uint8_t *bulk, uint8_t *out_bulk);
+
 /* Runs the batch. logits (host, may be NULL) receives fwd_n_out rows of n_vocab floats, span by span;
  * hidden (host, may be NULL) the same rows of the final-normed hidden state (n_embd floats; what the MTP
  * block reads). Errors (bad token id, context overflow, duplicate sequence) leave the caches untouched. */

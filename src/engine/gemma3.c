@@ -94,10 +94,10 @@ int gemma3_load(model *m, err *e) {
 static void ffn_geglu(model *m, const layer *L, llama_work *w) {
     backend *be = m->be;
     const backend_ops *op = be->ops;
-    op->matmul(be, &L->ffn_gate, 0, w->h, w->g, w->T);
-    op->matmul(be, &L->ffn_up, 0, w->h, w->u, w->T);
+    op->matmul(be, &L->ffn_gate, 0, w->h, w->g, w->T, w->bulk);
+    op->matmul(be, &L->ffn_up, 0, w->h, w->u, w->T, w->bulk);
     op->geglu(be, w->g, w->u, w->g, (int64_t)w->T * m->hp.n_ff);
-    op->matmul(be, &L->ffn_down, 0, w->g, w->y, w->T);
+    op->matmul(be, &L->ffn_down, 0, w->g, w->y, w->T, w->bulk);
 }
 
 int gemma3_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden, err *e) {

@@ -176,6 +176,8 @@ void llama_work_free(backend *be, llama_work *w) {
     free(w->ids);
     free(w->pos);
     free(w->kpos);
+    free(w->bulk);
+    free(w->out_bulk);
     memset(w, 0, sizeof *w);
 }
 
@@ -198,8 +200,10 @@ int llama_work_new(model *m, kv_state *kv, const fwd_span *spans, int n_spans, l
     w->ids = malloc(sizeof(int32_t) * (size_t)T);
     w->pos = malloc(sizeof(int32_t) * (size_t)T);
     w->kpos = malloc(sizeof(int32_t) * (size_t)kv->n_ctx);
+    w->bulk = malloc((size_t)T);
+    w->out_bulk = malloc((size_t)T);
     if (!w->x || !w->h || !w->y || !w->q || !w->att || !w->k || !w->v || !w->g || !w->u || !w->ids || !w->pos ||
-        !w->kpos) {
+        !w->kpos || !w->bulk || !w->out_bulk) {
         llama_work_free(be, w);
         return err_set(e, ERR_NOMEM, "cannot allocate activations for a batch of %lld tokens (%.1f MiB)", (long long)T,
                        (double)(3 * tc + 2 * tq + 2 * tkv + 2 * tf) * 4 / (1 << 20));
@@ -210,6 +214,7 @@ int llama_work_new(model *m, kv_state *kv, const fwd_span *spans, int n_spans, l
             w->pos[t0 + i] = kv->seqs[spans[s].seq].n_past + i;
         }
     for (int i = 0; i < kv->n_ctx; i++) w->kpos[i] = i;
+    fwd_bulk_rows(spans, n_spans, w->bulk, w->out_bulk);
     return 0;
 }
 
@@ -223,9 +228,9 @@ void llama_attention(model *m, int il, kv_state *kv, const fwd_span *spans, int 
     const backend_ops *op = be->ops;
     int T = w->T, Hq = hp->n_head, Hkv = hp->n_head_kv, D = hp->head_dim;
     int64_t qrow = (int64_t)Hq * D, kvrow = (int64_t)Hkv * D;
-    op->matmul(be, &L->attn_q, 0, w->h, w->q, T); /* [T][Hq][D] */
-    op->matmul(be, &L->attn_k, 0, w->h, w->k, T); /* [T][Hkv][D] */
-    op->matmul(be, &L->attn_v, 0, w->h, w->v, T);
+    op->matmul(be, &L->attn_q, 0, w->h, w->q, T, w->bulk); /* [T][Hq][D] */
+    op->matmul(be, &L->attn_k, 0, w->h, w->k, T, w->bulk); /* [T][Hkv][D] */
+    op->matmul(be, &L->attn_v, 0, w->h, w->v, T, w->bulk);
     if (L->attn_q_bias.data) op->add_bias(be, w->q, &L->attn_q_bias, T, (int)qrow);
     if (L->attn_k_bias.data) op->add_bias(be, w->k, &L->attn_k_bias, T, (int)kvrow);
     if (L->attn_v_bias.data) op->add_bias(be, w->v, &L->attn_v_bias, T, (int)kvrow);
@@ -242,7 +247,7 @@ void llama_attention(model *m, int il, kv_state *kv, const fwd_span *spans, int 
         op->attention(be, w->q + t0 * qrow, c->k[il], c->v[il], w->att + t0 * qrow, w->pos + t0, w->kpos, n, past + n,
                       Hq, Hkv, D, hp->attn_scale, window);
     }
-    op->matmul(be, &L->attn_output, 0, w->att, w->y, T);
+    op->matmul(be, &L->attn_output, 0, w->att, w->y, T, w->bulk);
     if (L->attn_output_bias.data) op->add_bias(be, w->y, &L->attn_output_bias, T, hp->n_embd);
 }
 
@@ -250,10 +255,10 @@ void llama_attention(model *m, int il, kv_state *kv, const fwd_span *spans, int 
 static void ffn_swiglu(model *m, const layer *L, llama_work *w) {
     backend *be = m->be;
     const backend_ops *op = be->ops;
-    op->matmul(be, &L->ffn_gate, 0, w->h, w->g, w->T);
-    op->matmul(be, &L->ffn_up, 0, w->h, w->u, w->T);
+    op->matmul(be, &L->ffn_gate, 0, w->h, w->g, w->T, w->bulk);
+    op->matmul(be, &L->ffn_up, 0, w->h, w->u, w->T, w->bulk);
     op->swiglu(be, w->g, w->u, w->g, (int64_t)w->T * m->hp.n_ff);
-    op->matmul(be, &L->ffn_down, 0, w->g, w->y, w->T);
+    op->matmul(be, &L->ffn_down, 0, w->g, w->y, w->T, w->bulk);
 }
 
 int llama_output(model *m, kv_state *kv, const fwd_span *spans, int n_spans, llama_work *w, float *logits,
@@ -275,7 +280,7 @@ int llama_output(model *m, kv_state *kv, const fwd_span *spans, int n_spans, lla
         if (!lg) {
             rc = err_set(e, ERR_NOMEM, "cannot allocate logits for %d rows", n_out);
         } else {
-            op->matmul(be, &m->output, 0, w->y, lg, n_out);
+            op->matmul(be, &m->output, 0, w->y, lg, n_out, w->out_bulk);
             if (m->output_bias.data) op->add_bias(be, lg, &m->output_bias, n_out, hp->n_vocab);
             op->download(be, logits, lg, (int64_t)n_out * hp->n_vocab);
             op->free(be, lg);

@@ -19,9 +19,12 @@ typedef struct llama_work {
     int32_t *ids;      /* host [T]: token ids, span by span */
     int32_t *pos;      /* host [T]: each token's position in its sequence */
     int32_t *kpos;     /* host [n_ctx]: 0 .. n_ctx-1, the positions of a cache's rows */
+    uint8_t *bulk;     /* host [T]: bulk rows (backend_ops.matmul) */
+    uint8_t *out_bulk; /* host [T]: the same for the output rows (fwd_bulk_rows) */
 } llama_work;
 
-/* Allocates the buffers for the batch and fills ids and pos from the spans and the cache lengths. */
+/* Allocates the buffers for the batch and fills ids, pos and the bulk flags from the spans and the cache
+ * lengths. */
 int llama_work_new(model *m, kv_state *kv, const fwd_span *spans, int n_spans, llama_work *w, err *e);
 void llama_work_free(backend *be, llama_work *w);
 

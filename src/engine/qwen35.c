@@ -191,6 +191,8 @@ typedef struct work {
     int64_t wmax;
     int32_t *pos;              /* host: position of each token */
     int32_t *kpos;             /* host: 0 .. n_ctx-1 (key positions of a cache) */
+    uint8_t *bulk, *out_bulk;  /* host [T]: bulk rows of the batch and of its output (fwd_bulk_rows) */
+    uint8_t *ebulk;            /* host [T]: the flags of one expert's gathered rows */
 } work;
 
 static void work_free(backend *be, work *w) {
@@ -198,6 +200,9 @@ static void work_free(backend *be, work *w) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->ops->free(be, bufs[i]);
     free(w->pos);
     free(w->kpos);
+    free(w->bulk);
+    free(w->out_bulk);
+    free(w->ebulk);
 }
 
 static int work_new(model *m, work *w, int T, int n_ctx, err *e) {
@@ -222,8 +227,11 @@ static int work_new(model *m, work *w, int T, int n_ctx, err *e) {
     w->beta = be->ops->alloc(be, th);
     w->pos = malloc(sizeof(int32_t) * (size_t)T);
     w->kpos = malloc(sizeof(int32_t) * (size_t)n_ctx);
+    w->bulk = malloc((size_t)T);
+    w->out_bulk = malloc((size_t)T);
+    w->ebulk = malloc((size_t)T);
     if (!w->x || !w->h || !w->y || !w->a || !w->b || !w->c || !w->d || !w->f || !w->g || !w->beta || !w->pos ||
-        !w->kpos) {
+        !w->kpos || !w->bulk || !w->out_bulk || !w->ebulk) {
         work_free(be, w);
         return err_set(e, ERR_NOMEM, "cannot allocate activations for a batch of %d tokens (%.1f MiB)", T,
                        (double)(3 * tc + 5 * tw + 2 * th) * 4 / (1 << 20));
@@ -240,11 +248,11 @@ static void attention_block(model *m, const layer *L, int il, kv_state *kv, cons
     const backend_ops *op = be->ops;
     int Hq = hp->n_head, Hkv = hp->n_head_kv, D = hp->head_dim;
     float *qg = w->a, *q = w->b, *gate = w->c, *k = w->d, *v = w->f;
-    op->matmul(be, &L->attn_q, 0, w->h, qg, T);                     /* [T][Hq][q | gate] */
+    op->matmul(be, &L->attn_q, 0, w->h, qg, T, w->bulk);                     /* [T][Hq][q | gate] */
     op->copy_cols(be, q, qg, (int64_t)T * Hq, 2LL * D, 0, D);
     op->copy_cols(be, gate, qg, (int64_t)T * Hq, 2LL * D, D, D);
-    op->matmul(be, &L->attn_k, 0, w->h, k, T);
-    op->matmul(be, &L->attn_v, 0, w->h, v, T);
+    op->matmul(be, &L->attn_k, 0, w->h, k, T, w->bulk);
+    op->matmul(be, &L->attn_v, 0, w->h, v, T, w->bulk);
     op->rms_norm_heads(be, q, &L->attn_q_norm, T, Hq, D, hp->eps);
     op->rms_norm_heads(be, k, &L->attn_k_norm, T, Hkv, D, hp->eps);
     rope_params rp = {ROPE_NEOX, hp->n_rot, hp->rope_theta, 1.0f};
@@ -261,7 +269,7 @@ static void attention_block(model *m, const layer *L, int il, kv_state *kv, cons
                       Hkv, D, 1.0f / sqrtf((float)D), ATTN_NO_WINDOW);
     }
     op->sigmoid_mul(be, att, gate, (int64_t)T * qrow);
-    op->matmul(be, &L->attn_output, 0, att, w->y, T);
+    op->matmul(be, &L->attn_output, 0, att, w->y, T, w->bulk);
 }
 
 /* Gated DeltaNet (spec §2.3) over every span; reads w->h, writes w->y. */
@@ -275,10 +283,10 @@ static void gdn_block(model *m, const layer *L, int il, kv_state *kv, const fwd_
     float *qkv = w->a, *conv = w->b, *z = w->c, *o = w->d, *q = w->f;
     /* q, k and v live in one buffer after the conv: split them into f (q | k | v contiguous per part) */
     float *k = q + (int64_t)T * qk, *v = k + (int64_t)T * qk;
-    op->matmul(be, &L->attn_qkv, 0, w->h, qkv, T);
-    op->matmul(be, &L->attn_gate, 0, w->h, z, T);
-    op->matmul(be, &L->ssm_alpha, 0, w->h, w->g, T);
-    op->matmul(be, &L->ssm_beta, 0, w->h, w->beta, T);
+    op->matmul(be, &L->attn_qkv, 0, w->h, qkv, T, w->bulk);
+    op->matmul(be, &L->attn_gate, 0, w->h, z, T, w->bulk);
+    op->matmul(be, &L->ssm_alpha, 0, w->h, w->g, T, w->bulk);
+    op->matmul(be, &L->ssm_beta, 0, w->h, w->beta, T, w->bulk);
     op->gdn_gates(be, w->g, w->beta, &L->ssm_a, &L->ssm_dt, T, Hv);
     for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++)
         op->conv1d_silu(be, qkv + t0 * dc, kv->seqs[spans[s].seq].conv[il], &L->ssm_conv1d, conv + t0 * dc,
@@ -292,17 +300,17 @@ static void gdn_block(model *m, const layer *L, int il, kv_state *kv, const fwd_
         op->gdn(be, kv->seqs[spans[s].seq].ssm[il], q + t0 * qk, k + t0 * qk, v + t0 * vw, w->g + (int64_t)t0 * Hv,
                 w->beta + (int64_t)t0 * Hv, o + t0 * vw, spans[s].n, Hk, Hv, Dk, Dv, GDN_HEADS_TILED);
     op->gated_norm(be, o, z, &L->ssm_norm, T, Hv, Dv, hp->eps);
-    op->matmul(be, &L->ssm_out, 0, o, w->y, T);
+    op->matmul(be, &L->ssm_out, 0, o, w->y, T, w->bulk);
 }
 
 /* Dense SwiGLU (spec §2.5); reads w->h, writes w->y. */
 static void ffn_block(model *m, const layer *L, int T, work *w) {
     backend *be = m->be;
     const backend_ops *op = be->ops;
-    op->matmul(be, &L->ffn_gate, 0, w->h, w->a, T);
-    op->matmul(be, &L->ffn_up, 0, w->h, w->b, T);
+    op->matmul(be, &L->ffn_gate, 0, w->h, w->a, T, w->bulk);
+    op->matmul(be, &L->ffn_up, 0, w->h, w->b, T, w->bulk);
     op->swiglu(be, w->a, w->b, w->a, (int64_t)T * m->hp.n_ff);
-    op->matmul(be, &L->ffn_down, 0, w->a, w->y, T);
+    op->matmul(be, &L->ffn_down, 0, w->a, w->y, T, w->bulk);
 }
 
 /* MoE (spec §2.5): softmax router over all experts, top-k, renormalised; only the selected experts run;
@@ -321,7 +329,7 @@ static int moe_block(model *m, const layer *L, int T, work *w, err *e) {
         free(host), free(sel), free(wsel), free(rows);
         return err_set(e, ERR_NOMEM, "out of memory routing %d tokens", T);
     }
-    op->matmul(be, &L->ffn_gate_inp, 0, w->h, w->a, T);
+    op->matmul(be, &L->ffn_gate_inp, 0, w->h, w->a, T, w->bulk);
     op->download(be, host, w->a, (int64_t)T * E);
     for (int t = 0; t < T; t++) {
         float *p = host + (int64_t)t * E, mx = -INFINITY;
@@ -350,11 +358,14 @@ static int moe_block(model *m, const layer *L, int T, work *w, err *e) {
             for (int j = 0; j < K; j++)
                 if (sel[t * K + j] == ex) rows[n++] = t;
         if (!n) continue;
-        for (int r = 0; r < n; r++) op->copy(be, xe + (int64_t)r * C, w->h + (int64_t)rows[r] * C, C);
-        op->matmul(be, &L->ffn_gate_exps, ex, xe, ge, n);
-        op->matmul(be, &L->ffn_up_exps, ex, xe, ue, n);
+        for (int r = 0; r < n; r++) {
+            op->copy(be, xe + (int64_t)r * C, w->h + (int64_t)rows[r] * C, C);
+            w->ebulk[r] = w->bulk[rows[r]];
+        }
+        op->matmul(be, &L->ffn_gate_exps, ex, xe, ge, n, w->ebulk);
+        op->matmul(be, &L->ffn_up_exps, ex, xe, ue, n, w->ebulk);
         op->swiglu(be, ge, ue, ge, (int64_t)n * Ie);
-        op->matmul(be, &L->ffn_down_exps, ex, ge, ye, n);
+        op->matmul(be, &L->ffn_down_exps, ex, ge, ye, n, w->ebulk);
         for (int r = 0; r < n; r++) {
             float wt = 0;
             for (int j = 0; j < K; j++)
@@ -363,11 +374,11 @@ static int moe_block(model *m, const layer *L, int T, work *w, err *e) {
         }
     }
     /* shared expert */
-    op->matmul(be, &L->ffn_gate_shexp, 0, w->h, w->b, T);
-    op->matmul(be, &L->ffn_up_shexp, 0, w->h, w->c, T);
+    op->matmul(be, &L->ffn_gate_shexp, 0, w->h, w->b, T, w->bulk);
+    op->matmul(be, &L->ffn_up_shexp, 0, w->h, w->c, T, w->bulk);
     op->swiglu(be, w->b, w->c, w->b, (int64_t)T * hp->n_ff_shexp);
-    op->matmul(be, &L->ffn_down_shexp, 0, w->b, w->d, T);
-    op->matmul(be, &L->ffn_gate_inp_shexp, 0, w->h, w->a, T);
+    op->matmul(be, &L->ffn_down_shexp, 0, w->b, w->d, T, w->bulk);
+    op->matmul(be, &L->ffn_gate_inp_shexp, 0, w->h, w->a, T, w->bulk);
     op->download(be, host, w->a, T);
     for (int t = 0; t < T; t++)
         op->add_scaled(be, w->y + (int64_t)t * C, w->d + (int64_t)t * C, 1.0f / (1.0f + expf(-host[t])), C);
@@ -417,6 +428,7 @@ int qwen35_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, f
             ids[t0 + i] = spans[s].tokens[i];
             w.pos[t0 + i] = kv->seqs[spans[s].seq].n_past + i;
         }
+    fwd_bulk_rows(spans, n_spans, w.bulk, w.out_bulk);
     op->get_rows(be, &m->token_embd, ids, w.x, T);
     for (int il = 0; il < hp->n_layer && !rc; il++) rc = block(m, il, kv, spans, n_spans, T, &w, e);
     if (!rc) {
@@ -434,7 +446,7 @@ int qwen35_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, f
             if (!lg) {
                 rc = err_set(e, ERR_NOMEM, "cannot allocate logits for %d rows", n_out);
             } else {
-                op->matmul(be, &m->output, 0, w.y, lg, n_out);
+                op->matmul(be, &m->output, 0, w.y, lg, n_out, w.out_bulk);
                 op->download(be, logits, lg, (int64_t)n_out * hp->n_vocab);
                 be->ops->free(be, lg);
             }
@@ -469,6 +481,7 @@ int qwen35_mtp_forward(model *m, kv_state *kv, int seq, const float *hidden, con
     int rc = work_new(m, &w, T, kv->n_ctx, e);
     if (rc) return rc;
     for (int i = 0; i < T; i++) w.pos[i] = c->mtp_past + i;
+    memset(w.bulk, T >= BULK_MIN_ROWS, (size_t)T); /* the rows of one sequence */
     /* [enorm(embed(next)) ; hnorm(hidden)] -> eh_proj */
     float *emb = w.a, *hid = w.b, *cat = w.c;
     op->get_rows(be, &m->token_embd, next, emb, T);
@@ -479,7 +492,7 @@ int qwen35_mtp_forward(model *m, kv_state *kv, int seq, const float *hidden, con
         op->copy(be, cat + (int64_t)t * 2 * C, emb + (int64_t)t * C, C);
         op->copy(be, cat + (int64_t)t * 2 * C + C, hid + (int64_t)t * C, C);
     }
-    op->matmul(be, &L->nextn_eh_proj, 0, cat, w.x, T);
+    op->matmul(be, &L->nextn_eh_proj, 0, cat, w.x, T, w.bulk);
     fwd_span span = {.seq = seq, .n = T, .tokens = next, .out = FWD_OUT_ALL};
     rc = block(m, il, kv, &span, 1, T, &w, e);
     if (!rc) {
@@ -490,7 +503,7 @@ int qwen35_mtp_forward(model *m, kv_state *kv, int seq, const float *hidden, con
             if (!lg) {
                 rc = err_set(e, ERR_NOMEM, "cannot allocate MTP logits for %d rows", T);
             } else {
-                op->matmul(be, &m->output, 0, w.y, lg, T);
+                op->matmul(be, &m->output, 0, w.y, lg, T, w.bulk);
                 op->download(be, logits, lg, (int64_t)T * hp->n_vocab);
                 op->free(be, lg);
             }

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "base/fpenv.h"
+
 struct threadpool {
     int n_threads;
     pthread_t *threads;
@@ -20,11 +22,20 @@ struct threadpool {
     pool_fn fn;
     void *ctx;
     int64_t n, grain;
+    bool dynamic;        /* pool_run_dynamic: threads take grains from `next` */
+    atomic_llong next;
 };
 
 typedef struct worker_arg { threadpool *p; int id; } worker_arg;
 
 static void run_range(threadpool *p, int id) {
+    if (p->dynamic) {
+        for (;;) {
+            const int64_t begin = atomic_fetch_add_explicit(&p->next, p->grain, memory_order_relaxed);
+            if (begin >= p->n) return;
+            p->fn(p->ctx, begin, begin + p->grain < p->n ? begin + p->grain : p->n, id);
+        }
+    }
     int64_t blocks = (p->n + p->grain - 1) / p->grain;
     int64_t per = blocks / p->n_threads, extra = blocks % p->n_threads;
     int64_t b0 = id * per + (id < extra ? id : extra);
@@ -35,6 +46,7 @@ static void run_range(threadpool *p, int id) {
 }
 
 static void *worker(void *arg) {
+    fpenv_enter(); /* for the thread's life: see base/fpenv.h */
     worker_arg *wa = arg;
     threadpool *p = wa->p;
     int id = wa->id;
@@ -94,9 +106,11 @@ void pool_free(threadpool *p) {
 
 int pool_n_threads(const threadpool *p) { return p->n_threads; }
 
-void pool_run(threadpool *p, int64_t n, int64_t grain, pool_fn fn, void *ctx) {
+static void run(threadpool *p, int64_t n, int64_t grain, pool_fn fn, void *ctx, bool dynamic) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
+    p->dynamic = dynamic;
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
@@ -113,4 +127,10 @@ void pool_run(threadpool *p, int64_t n, int64_t grain, pool_fn fn, void *ctx) {
     run_range(p, 0);
     while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
     }
+}
+
+void pool_run(threadpool *p, int64_t n, int64_t grain, pool_fn fn, void *ctx) { run(p, n, grain, fn, ctx, false); }
+
+void pool_run_dynamic(threadpool *p, int64_t n, int64_t grain, pool_fn fn, void *ctx) {
+    run(p, n, grain, fn, ctx, true);
 }

@@ -334,6 +334,81 @@ void iq4_xs_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sumf;
 }
 
+/* ---- u8 forms (quant.h): one S (and M) per sub-block of the layout ---- */
+
+void q2_k_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    const block_q2_K *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++, u += QK_K, S += QK_K / 16, M += QK_K / 16) {
+        const float d = fp16_to_f32(x[i].d), dmin = fp16_to_f32(x[i].dmin);
+        for (int j = 0; j < QK_K / 16; j++) {
+            S[j] = d * (float)(x[i].scales[j] & 15);
+            M[j] = dmin * (float)(x[i].scales[j] >> 4);
+        }
+        for (int p = 0; p < QK_K; p++) u[p] = (uint8_t)q2_k_q(&x[i], p);
+    }
+}
+
+/* u = q + 4 (q in -4..3), off = 4 */
+void q3_k_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_q3_K *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++, u += QK_K, S += QK_K / 16) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int j = 0; j < QK_K / 16; j++) S[j] = d * (float)quant_k3_scale(x[i].scales, j);
+        for (int p = 0; p < QK_K; p++) u[p] = (uint8_t)(q3_k_q(&x[i], p) + 4);
+    }
+}
+
+void q4_k_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    const block_q4_K *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++, u += QK_K, S += QK_K / 32, M += QK_K / 32) {
+        quant_k4_scales_f32(x[i].scales, fp16_to_f32(x[i].d), fp16_to_f32(x[i].dmin), S, M);
+        for (int p = 0; p < QK_K; p++) u[p] = (uint8_t)q4_k_q(&x[i], p);
+    }
+}
+
+void q5_k_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    const block_q5_K *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++, u += QK_K, S += QK_K / 32, M += QK_K / 32) {
+        quant_k4_scales_f32(x[i].scales, fp16_to_f32(x[i].d), fp16_to_f32(x[i].dmin), S, M);
+        for (int p = 0; p < QK_K; p++) u[p] = (uint8_t)q5_k_q(&x[i], p);
+    }
+}
+
+/* u = q + 32 (q in -32..31), off = 32 */
+void q6_k_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_q6_K *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++, u += QK_K, S += QK_K / 16) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int j = 0; j < QK_K / 16; j++) S[j] = d * (float)x[i].scales[j];
+        for (int p = 0; p < QK_K; p++) u[p] = (uint8_t)(q6_k_q(&x[i], p) + 32);
+    }
+}
+
+/* u = level + 128, off = 128 */
+void iq4_nl_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq4_nl *x = vx;
+    for (int64_t i = 0; i < n / QK4_NL; i++, u += QK4_NL) {
+        S[i] = fp16_to_f32(x[i].d);
+        for (int j = 0; j < QK4_NL / 2; j++) {
+            u[j] = (uint8_t)(quant_kvalues_iq4nl[x[i].qs[j] & 15] + 128);
+            u[j + QK4_NL / 2] = (uint8_t)(quant_kvalues_iq4nl[x[i].qs[j] >> 4] + 128);
+        }
+    }
+}
+
+void iq4_xs_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq4_xs *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++, u += QK_K, S += QK_K / 32) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int j = 0; j < QK_K / 32; j++) S[j] = d * (float)iq4_xs_scale(&x[i], j);
+        for (int p = 0; p < QK_K; p++) u[p] = (uint8_t)(iq4_xs_level(&x[i], p) + 128);
+    }
+}
+
 void quant_register_kquants(quant_table t) {
     t[QT_Q2_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q2_k_to_float, .from_float = q2_k_from_float, .vec_dot = q2_k_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
     t[QT_Q3_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q3_k_to_float, .from_float = q3_k_from_float, .vec_dot = q3_k_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
@@ -344,4 +419,12 @@ void quant_register_kquants(quant_table t) {
     t[QT_Q8_K][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q8_k_to_float, .from_float = q8_k_from_float, .vec_dot = NULL, .vec_dot_type = QT_Q8_K};
     t[QT_IQ4_NL][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq4_nl_to_float, .from_float = iq4_nl_from_float, .vec_dot = iq4_nl_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
     t[QT_IQ4_XS][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq4_xs_to_float, .from_float = iq4_xs_from_float, .vec_dot = iq4_xs_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    /* u8 forms */
+    t[QT_Q2_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q2_k_to_u8, .sb = 16, .has_min = true};
+    t[QT_Q3_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q3_k_to_u8, .sb = 16, .off = 4};
+    t[QT_Q4_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_k_to_u8, .sb = 32, .has_min = true};
+    t[QT_Q5_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_k_to_u8, .sb = 32, .has_min = true};
+    t[QT_Q6_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q6_k_to_u8, .sb = 16, .off = 32};
+    t[QT_IQ4_NL][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq4_nl_to_u8, .sb = 32, .off = 128};
+    t[QT_IQ4_XS][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq4_xs_to_u8, .sb = 32, .off = 128};
 }

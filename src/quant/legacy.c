@@ -383,6 +383,62 @@ void q8_1_from_float(const float *x, void *vy, int64_t n) {
     }
 }
 
+/* ---- u8 forms (quant.h): the legacy blocks are one sub-block of 32 each ---- */
+
+void q4_0_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_q4_0 *x = vx;
+    for (int64_t i = 0; i < n / QK4_0; i++, u += QK4_0) {
+        S[i] = fp16_to_f32(x[i].d);
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            u[j] = x[i].qs[j] & 15;
+            u[j + QK4_0 / 2] = x[i].qs[j] >> 4;
+        }
+    }
+}
+
+void q4_1_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    const block_q4_1 *x = vx;
+    for (int64_t i = 0; i < n / QK4_1; i++, u += QK4_1) {
+        S[i] = fp16_to_f32(x[i].d);
+        M[i] = -fp16_to_f32(x[i].m);
+        for (int j = 0; j < QK4_1 / 2; j++) {
+            u[j] = x[i].qs[j] & 15;
+            u[j + QK4_1 / 2] = x[i].qs[j] >> 4;
+        }
+    }
+}
+
+void q5_0_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_q5_0 *x = vx;
+    for (int64_t i = 0; i < n / QK5_0; i++, u += QK5_0) {
+        S[i] = fp16_to_f32(x[i].d);
+        const uint32_t qh = load_qh(x[i].qh);
+        for (int j = 0; j < QK5_0; j++) u[j] = (uint8_t)q5_value(x[i].qs, qh, j);
+    }
+}
+
+void q5_1_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    const block_q5_1 *x = vx;
+    for (int64_t i = 0; i < n / QK5_1; i++, u += QK5_1) {
+        S[i] = fp16_to_f32(x[i].d);
+        M[i] = -fp16_to_f32(x[i].m);
+        const uint32_t qh = load_qh(x[i].qh);
+        for (int j = 0; j < QK5_1; j++) u[j] = (uint8_t)q5_value(x[i].qs, qh, j);
+    }
+}
+
+/* u = q + 128 (the signed quants made unsigned), off = 128 */
+void q8_0_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_q8_0 *x = vx;
+    for (int64_t i = 0; i < n / QK8_0; i++, u += QK8_0) {
+        S[i] = fp16_to_f32(x[i].d);
+        for (int j = 0; j < QK8_0; j++) u[j] = (uint8_t)(x[i].qs[j] + 128);
+    }
+}
+
 void quant_register_legacy(quant_table t) {
     t[QT_F32][QUANT_ISA_SCALAR] = (quant_ops){.to_float = f32_to_float, .from_float = f32_from_float, .vec_dot = f32_vec_dot_f32, .vec_dot_type = QT_F32};
     t[QT_F16][QUANT_ISA_SCALAR] = (quant_ops){.to_float = f16_to_float, .from_float = f16_from_float, .vec_dot = f16_vec_dot_f16, .vec_dot_type = QT_F16};
@@ -394,4 +450,10 @@ void quant_register_legacy(quant_table t) {
     t[QT_Q8_0][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q8_0_to_float, .from_float = q8_0_from_float, .vec_dot = q8_0_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
     /* Q8_1 is only an activation format: no dot product of its own. */
     t[QT_Q8_1][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q8_1_to_float, .from_float = q8_1_from_float, .vec_dot = NULL, .vec_dot_type = QT_Q8_1};
+    /* u8 forms: sub-block = the block */
+    t[QT_Q4_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_0_to_u8, .sb = 32, .off = 8};
+    t[QT_Q4_1][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_1_to_u8, .sb = 32, .has_min = true};
+    t[QT_Q5_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_0_to_u8, .sb = 32, .off = 16};
+    t[QT_Q5_1][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_1_to_u8, .sb = 32, .has_min = true};
+    t[QT_Q8_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q8_0_to_u8, .sb = 32, .off = 128};
 }

@@ -78,6 +78,7 @@ quant_ops quant_ops_best(enum qtype t) {
         if (!o) continue;
         if (o->to_float) out.to_float = o->to_float;
         if (o->from_float) out.from_float = o->from_float;
+        if (o->u8.to_u8) out.u8.to_u8 = o->u8.to_u8; /* same values whatever the ISA: exact integers */
         if (o->vec_dot) {
             out.vec_dot = o->vec_dot;
             out.vec_dot_type = o->vec_dot_type;

@@ -30,6 +30,20 @@ typedef void (*quant_vec_dot_fn)(int64_t n, float *s, const void *x, const void 
  * vec_dot of the same ISA (it shares the weight block's unpacking across the four rows; prefill) */
 typedef void (*quant_vec_dot4_fn)(int64_t n, float *s, const void *x, const void *y, size_t ystride);
 
+/* The u8 form of a weight row, what the int8 matrix products of prefill (quant/gemm.h) consume:
+ *     w[k] = S[j] * (float)(u[k] - off) - M[j],   j = k / sb,   u[k] in 0..255
+ * written as u[n], S[n / sb] and, for types with mins, M[n / sb] (M untouched otherwise). The integers
+ * u - off are the block's own quants, and S and M are formed as the dequantizer forms its scales, so
+ * that expression in float reproduces to_float bit for bit (tests/quant/test_quant_u8.c). */
+typedef void (*quant_to_u8_fn)(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+
+typedef struct quant_u8_form {
+    quant_to_u8_fn to_u8; /* NULL: this type has no u8 form (its matmuls stay on vec_dot) */
+    int sb;               /* values per sub-block sharing one S (and M): 16 or 32 */
+    int off;              /* the offset subtracted from u: 0..128 */
+    bool has_min;         /* M is present (x = d * q - m types); otherwise M == 0 */
+} quant_u8_form;
+
 typedef struct quant_ops {
     quant_to_float_fn to_float;     /* NULL: cannot dequantize this type */
     quant_from_float_fn from_float; /* NULL: no quantizer for this type */
@@ -37,6 +51,7 @@ typedef struct quant_ops {
     enum qtype vec_dot_type;        /* what activations are quantized to for vec_dot */
     quant_vec_dot4_fn vec_dot4;     /* NULL: none (callers loop vec_dot) */
     quant_vec_dot4_fn vec_dot8;     /* the same for EIGHT rows y_j; NULL: none */
+    quant_u8_form u8;               /* sb/off/has_min from the scalar table; to_u8 per ISA */
 } quant_ops;
 
 enum quant_isa { QUANT_ISA_SCALAR, QUANT_ISA_AVX2, QUANT_ISA_AVX512, QUANT_ISA_NEON, QUANT_ISA_COUNT };

@@ -75,6 +75,20 @@ void q6_k_from_float(const float *x, void *y, int64_t n);
 void iq4_nl_from_float(const float *x, void *y, int64_t n);
 void iq4_xs_from_float(const float *x, void *y, int64_t n);
 
+/* legacy.c and kquants.c: u8 forms (quant.h: w = S[k/sb] * (u[k] - off) - M[k/sb]) */
+void q4_0_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q4_1_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q5_0_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q5_1_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q8_0_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q2_k_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q3_k_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q4_k_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q5_k_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void q6_k_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void iq4_nl_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+void iq4_xs_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
+
 /* Unpacks the 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K 12-byte scales array. */
 static inline void quant_k4_scale_min(const uint8_t *scales, int j, uint8_t *sc, uint8_t *m) {
     if (j < 4) {
@@ -83,6 +97,17 @@ static inline void quant_k4_scale_min(const uint8_t *scales, int j, uint8_t *sc,
     } else {
         *sc = (uint8_t)((scales[j + 4] & 15) | ((scales[j - 4] >> 2) & 0x30));
         *m = (uint8_t)((scales[j + 4] >> 4) | ((scales[j] >> 2) & 0x30));
+    }
+}
+
+/* The 8 sub-block scales and mins of a Q4_K / Q5_K super-block as the dequantizer forms them:
+ * S[j] = d * sc_j, M[j] = dmin * m_j (the u8 forms' S and M). */
+static inline void quant_k4_scales_f32(const uint8_t *scales, float d, float dmin, float *S, float *M) {
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        quant_k4_scale_min(scales, j, &sc, &m);
+        S[j] = d * (float)sc;
+        M[j] = dmin * (float)m;
     }
 }
 

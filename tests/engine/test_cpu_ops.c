@@ -62,9 +62,10 @@ static void check_attention(threadpool *pool, int T, int S, int Hq, int Hkv, int
     int32_t *qpos = malloc(sizeof(int32_t) * (size_t)T), *kpos = malloc(sizeof(int32_t) * (size_t)S);
     for (int s = 0; s < S; s++) kpos[s] = s;
     for (int t = 0; t < T; t++) qpos[t] = S - T + t;
-    float *sc = malloc(sizeof(float) * (size_t)S * (size_t)pool_n_threads(pool));
+    float *sc = malloc(sizeof(float) * (size_t)S);
+    float *cs = malloc(sizeof(float) * (size_t)cpu_attention_scratch(pool_n_threads(pool), D));
     ref_attention(q, k, v, o1, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), window, sc);
-    cpu_attention(pool, sc, S, q, k, v, o2, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), window);
+    cpu_attention(pool, cs, q, k, v, o2, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), window);
     float e = max_rel(o2, o1, (int64_t)T * Hq * D);
     printf("cpu_attention T=%d S=%d Hq=%d Hkv=%d D=%d window=%d: %.1e\n", T, S, Hq, Hkv, D, window, e);
     CHECKF(e < 1e-5f, "cpu_attention window %d: %g", window, e);
@@ -76,7 +77,7 @@ static void check_attention(threadpool *pool, int T, int S, int Hq, int Hkv, int
         float ew = max_rel(o2, o1 + (int64_t)t * Hq * D, (int64_t)Hq * D);
         CHECKF(ew < 1e-6f, "ref_attention window %d differs from attention over the window's keys: %g", window, ew);
     }
-    free(q), free(k), free(v), free(o1), free(o2), free(qpos), free(kpos), free(sc);
+    free(q), free(k), free(v), free(o1), free(o2), free(qpos), free(kpos), free(sc), free(cs);
 }
 
 /* the elementwise kernels (cpu_elementwise.c) against plain-loop references */
@@ -94,6 +95,9 @@ static void check_elementwise(threadpool *pool) {
     memcpy(y2, u, sizeof(float) * n);
     cpu_sigmoid_mul(pool, y2, g, n);
     float e2 = max_rel(y2, y1, n);
+    ref_geglu(g, u, y1, n);
+    cpu_geglu(pool, g, u, y2, n);
+    float e5 = max_rel(y2, y1, n);
     /* rms norm: 37 rows of 300 (a tail after the 16-wide sums) */
     float *w = randn(&r, 300, 1);
     ref_rms_norm(u, w, y1, 33, 300, 1e-6f);
@@ -114,9 +118,29 @@ static void check_elementwise(threadpool *pool) {
         CHECKF(es == 0, "conv state differs after %d tokens", lens[q]);
         free(x);
     }
-    printf("elementwise threads=%d: silu_mul %.1e sigmoid_mul %.1e rms_norm %.1e conv1d %.1e\n",
-           pool_n_threads(pool), e1, e2, e3, e4);
-    CHECKF(e1 < 1e-6f && e2 < 1e-6f && e3 < 1e-6f && e4 < 1e-6f, "elementwise: %g %g %g %g", e1, e2, e3, e4);
+    /* rope: bit-exact with the reference, both modes, a partial rotation, per-pair factors */
+    {
+        enum { RT = 21, RH = 5, RD = 64 };
+        float *x1 = randn(&r, RT * RH * RD, 1), *x2 = malloc(sizeof(float) * RT * RH * RD), *fac = randn(&r, 24, 0.1f);
+        int32_t pos[RT];
+        for (int t = 0; t < RT; t++) pos[t] = 1000 + 37 * t;
+        for (int i = 0; i < 24; i++) fac[i] += 1.0f;
+        rope_params rps[] = {{ROPE_NORM, 64, 10000.0f, 1.0f}, {ROPE_NEOX, 48, 1e6f, 0.25f}};
+        for (int q = 0; q < 2; q++) {
+            memcpy(x2, x1, sizeof(float) * RT * RH * RD);
+            float *x3 = malloc(sizeof(float) * RT * RH * RD);
+            memcpy(x3, x1, sizeof(float) * RT * RH * RD);
+            ref_rope(x2, pos, RT, RH, RD, &rps[q], q ? fac : NULL);
+            cpu_rope(pool, x3, pos, RT, RH, RD, &rps[q], q ? fac : NULL);
+            CHECKF(memcmp(x2, x3, sizeof(float) * RT * RH * RD) == 0, "cpu_rope mode %d differs from ref_rope", q);
+            free(x3);
+        }
+        free(x1), free(x2), free(fac);
+    }
+    printf("elementwise threads=%d: silu_mul %.1e sigmoid_mul %.1e geglu %.1e rms_norm %.1e conv1d %.1e\n",
+           pool_n_threads(pool), e1, e2, e5, e3, e4);
+    CHECKF(e1 < 1e-6f && e2 < 1e-6f && e3 < 1e-6f && e4 < 1e-6f && e5 < 1e-6f, "elementwise: %g %g %g %g %g", e1,
+           e2, e3, e4, e5);
     free(g), free(u), free(y1), free(y2), free(w), free(cw), free(s1), free(s2);
 }
 
@@ -134,6 +158,10 @@ int main(void) {
         check_attention(p, 1, 37, 6, 2, 60, 7);
         check_attention(p, 19, 19, 4, 4, 64, 5);
         check_attention(p, 23, 70, 8, 1, 36, 16);
+        /* several query blocks (32) and key blocks (128) with tails; a prompt after a cached prefix */
+        check_attention(p, 200, 300, 4, 1, 256, ATTN_NO_WINDOW);
+        check_attention(p, 200, 300, 4, 1, 256, 129);
+        check_attention(p, 97, 97, 6, 3, 64, ATTN_NO_WINDOW);
         check_elementwise(p);
         pool_free(p);
     }

@@ -45,6 +45,20 @@ static int prefill(llm170_model *m, const int32_t *tokens, int n, int n_batch, f
     return rc;
 }
 
+/* The last row's logits of tokens[0..n) prefilled alone, asking for the last row only (as the batch below
+ * does: a prompt's output rows go through the LM head's bulk kernels only when all of them are asked for,
+ * so the last row of an all-rows prefill may differ from this in the last bits). */
+static int prefill_last(llm170_model *m, const int32_t *tokens, int n, float *out) {
+    llm170_context *c = NULL;
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = n + 8, .n_batch = 512};
+    if (llm170_context_new(m, &cp, &c)) return -1;
+    llm170_seq_batch b = {.seq = 0, .n_tokens = n, .tokens = tokens, .all_logits = false};
+    int rc = llm170_decode(c, &b, 1);
+    if (!rc) memcpy(out, llm170_logits(c, 0), sizeof(float) * (size_t)llm170_model_n_vocab(m));
+    llm170_context_free(c);
+    return rc;
+}
+
 static void check_model(const char *preset, const char *mix, int n_threads) {
     float TOL = strcmp(mix, "f32") ? TOL_QUANT : TOL_F32;
     char path[] = "/tmp/llm170-inv-XXXXXX";
@@ -98,9 +112,9 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
     for (int s = 0; s < 3; s++) b[s] = (llm170_seq_batch){.seq = s, .n_tokens = lens[s], .tokens = tok + s, .all_logits = false};
     CHECK(llm170_decode(c, b, 3) == 0);
     for (int s = 0; s < 3; s++) {
-        CHECK(prefill(m, tok + s, lens[s], 512, got) == 0);
+        CHECK(prefill_last(m, tok + s, lens[s], got) == 0);
         const float *row = llm170_logits(c, s);
-        CHECKF(row && memcmp(row, got + (size_t)(lens[s] - 1) * V, sizeof(float) * V) == 0,
+        CHECKF(row && memcmp(row, got, sizeof(float) * V) == 0,
                "%s: sequence %d in a batch differs from alone", preset, s);
     }
     /* then decode one token for sequences 0 and 2 together, compare with a one-pass prefill */

@@ -1,0 +1,146 @@
+/* The int8 matrix products of prefill (quant/gemm.h), on fresh random blocks of every type with a u8 form:
+ *  1. to_u8 is exact: S * (u - off) - M, in float, reproduces to_float bit for bit (every ISA's to_u8);
+ *  2. the SIMD kernel gives the reference kernel's bits, for partial panels (nrows < 32) and token counts
+ *     that are not a multiple of the register tile;
+ *  3. the result is the exact product of the dequantized weights and activations (in double) up to float
+ *     rounding: |gemm - exact| <= 5e-7 * sum_k |w_k x_k| (a few ulps of the terms; a wrong scale, offset
+ *     or min gives errors of the order of the terms themselves). vec_dot's error is printed beside it
+ *     (Q4_1/Q5_1's vec_dot uses Q8_1's fp16-rounded sum, so it is the less exact of the two there);
+ *  4. a token's result does not depend on the other tokens of the batch (same bits alone and in a batch). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "check.h"
+#include "quant/gemm.h"
+
+
+static void check_to_u8(enum qtype t, rng *r) {
+    const qtype_info *in = qtype_get((uint32_t)t);
+    const quant_ops *s = quant_ops_get(t, QUANT_ISA_SCALAR);
+    const int64_t n = 1024; /* a multiple of every block size */
+    void *w = malloc(qtype_row_bytes(t, n));
+    float *ref = malloc(sizeof(float) * (size_t)n);
+    uint8_t *u = malloc((size_t)n);
+    float *S = malloc(sizeof(float) * (size_t)n), *M = malloc(sizeof(float) * (size_t)n);
+    CHECK(quant_random_blocks(t, w, n / in->blck, 0.05f, r));
+    s->to_float(w, ref, n);
+    for (int isa = 0; isa < QUANT_ISA_COUNT; isa++) {
+        const quant_ops *o = quant_ops_get(t, (enum quant_isa)isa);
+        if (!o || !o->u8.to_u8) continue;
+        for (int64_t i = 0; i < n / s->u8.sb; i++) M[i] = 0.0f;
+        o->u8.to_u8(w, u, S, M, n);
+        int bad = 0;
+        for (int64_t k = 0; k < n; k++) {
+            const int64_t j = k / s->u8.sb;
+            const float prod = S[j] * (float)((int)u[k] - s->u8.off);
+            const float v = prod - M[j];
+            if (memcmp(&v, &ref[k], sizeof v) != 0 && bad++ < 3)
+                fprintf(stderr, "%s %s to_u8 value %lld: %a vs to_float %a\n", in->name,
+                        quant_isa_name((enum quant_isa)isa), (long long)k, v, ref[k]);
+        }
+        CHECKF(bad == 0, "%s %s: %d values differ from to_float", in->name, quant_isa_name((enum quant_isa)isa), bad);
+    }
+    free(w), free(ref), free(u), free(S), free(M);
+}
+
+/* One weight type: nrows random rows of K values, T tokens. */
+static void check_gemm(enum qtype t, int64_t K, int nrows, int T, rng *r) {
+    const qtype_info *in = qtype_get((uint32_t)t);
+    const quant_ops ops = quant_ops_best(t);
+    const quant_ops *act = quant_ops_get(ops.vec_dot_type, QUANT_ISA_SCALAR);
+    const size_t wrow = qtype_row_bytes(t, K), xrow = qtype_row_bytes(ops.vec_dot_type, K);
+    char *w = malloc(wrow * (size_t)nrows), *xq = malloc(xrow * (size_t)T);
+    float *f = malloc(sizeof(float) * (size_t)K), *wf = malloc(sizeof(float) * (size_t)K * nrows);
+    float *xf = malloc(sizeof(float) * (size_t)K * T);
+    CHECK(quant_random_blocks(t, w, (int64_t)nrows * K / in->blck, 0.05f, r));
+    for (int i = 0; i < nrows; i++) ops.to_float(w + (size_t)i * wrow, wf + (size_t)i * K, K);
+    for (int i = 0; i < T; i++) {
+        for (int64_t k = 0; k < K; k++) f[k] = rng_normal(r);
+        act->from_float(f, xq + (size_t)i * xrow, K);
+        act->to_float(xq + (size_t)i * xrow, xf + (size_t)i * K, K);
+    }
+    const int sb = ops.u8.sb, ag = gemm_act_group(ops.vec_dot_type, sb);
+    void *pbuf = aligned_alloc(64, gemm_panel_bytes(K, sb));
+    void *tmp = malloc(gemm_pack_scratch_bytes(K, sb));
+    void *abuf = aligned_alloc(64, gemm_acts_bytes(K, sb, ag, T));
+    int32_t *rows = malloc(sizeof(int32_t) * (size_t)T);
+    for (int i = 0; i < T; i++) rows[i] = i;
+    gemm_panel p;
+    gemm_panel_init(&p, pbuf, K, sb, ops.u8.has_min);
+    gemm_pack(&ops, w, wrow, nrows, &p, tmp);
+    gemm_acts a;
+    gemm_acts_layout(&a, abuf, ops.vec_dot_type, K, sb, T);
+    gemm_acts_fill_rows(&a, ops.vec_dot_type, xq, xrow, rows, 0, T, ops.u8.off);
+    const int64_t ldy = GEMM_PANEL + 3;
+    float *yref = malloc(sizeof(float) * (size_t)ldy * T), *ysimd = malloc(sizeof(float) * (size_t)ldy * T);
+    for (int64_t i = 0; i < ldy * T; i++) yref[i] = ysimd[i] = NAN;
+    gemm_run_ref(&p, &a, 0, T, rows, yref, ldy);
+    gemm_run_fn best = gemm_run_best();
+    if (best) {
+        best(&p, &a, 0, T, rows, ysimd, ldy);
+        int bad = 0, spill = 0;
+        for (int i = 0; i < T; i++)
+            for (int c = 0; c < ldy; c++) {
+                const float g = ysimd[i * ldy + c], e = yref[i * ldy + c];
+                if (c >= nrows) spill += !isnan(g); /* nothing stored past the panel's valid rows */
+                else if (memcmp(&g, &e, sizeof g) != 0 && bad++ < 3)
+                    fprintf(stderr, "%s K=%lld row %d token %d: simd %a ref %a\n", in->name, (long long)K, c, i, g, e);
+            }
+        CHECKF(bad == 0 && spill == 0, "%s K=%lld nrows=%d T=%d: %d differ from the reference, %d stores past nrows",
+               in->name, (long long)K, nrows, T, bad, spill);
+        /* token 1 alone (a batch of one, at another output row) gives the same bits */
+        if (T > 1) {
+            float y1[GEMM_PANEL];
+            int32_t row0 = 0;
+            gemm_acts a1;
+            void *abuf1 = aligned_alloc(64, gemm_acts_bytes(K, sb, ag, 1));
+            int32_t src = 1;
+            gemm_acts_layout(&a1, abuf1, ops.vec_dot_type, K, sb, 1);
+            gemm_acts_fill_rows(&a1, ops.vec_dot_type, xq, xrow, &src, 0, 1, ops.u8.off);
+            best(&p, &a1, 0, 1, &row0, y1, GEMM_PANEL);
+            CHECKF(memcmp(y1, ysimd + ldy, sizeof(float) * (size_t)nrows) == 0, "%s: token alone differs", in->name);
+            free(abuf1);
+        }
+    }
+    double worst = 0, worst_vd = 0;
+    for (int i = 0; i < T; i++)
+        for (int c = 0; c < nrows; c++) {
+            float v;
+            ops.vec_dot(K, &v, w + (size_t)c * wrow, xq + (size_t)i * xrow);
+            double exact = 0, mag = 1e-30;
+            for (int64_t k = 0; k < K; k++) {
+                const double pr = (double)wf[(size_t)c * K + k] * xf[(size_t)i * K + k];
+                exact += pr;
+                mag += fabs(pr);
+            }
+            const double e = fabs((double)yref[i * ldy + c] - exact) / mag, ev = fabs((double)v - exact) / mag;
+            if (e > worst) worst = e;
+            if (ev > worst_vd) worst_vd = ev;
+        }
+    CHECKF(worst <= 5e-7, "%s K=%lld: gemm vs exact %.3g of sum|w x| (bound 5e-7)", in->name, (long long)K, worst);
+    printf("%-7s K=%-5lld rows=%2d T=%2d: simd %s ref; error vs exact %.2e of sum|w x| (vec_dot %.2e)\n", in->name,
+           (long long)K, nrows, T, best ? "==" : "(none)", worst, worst_vd);
+    free(w), free(xq), free(f), free(wf), free(xf), free(pbuf), free(tmp), free(abuf), free(rows), free(yref),
+        free(ysimd);
+}
+
+int main(void) {
+    rng r;
+    rng_seed(&r, 2024);
+    int types = 0;
+    for (int t = 0; t < QT_COUNT; t++) {
+        const quant_ops *s = quant_ops_get((enum qtype)t, QUANT_ISA_SCALAR);
+        if (!s || !s->u8.to_u8) continue;
+        types++;
+        check_to_u8((enum qtype)t, &r);
+        const int64_t blk = qtype_get((uint32_t)t)->blck;
+        check_gemm((enum qtype)t, 4 * 256, GEMM_PANEL, 9, &r);
+        check_gemm((enum qtype)t, blk == 256 ? 256 : 96, 13, 5, &r);
+        check_gemm((enum qtype)t, 512, 17, 1, &r);
+    }
+    CHECKF(types == 12, "expected 12 types with a u8 form, found %d", types);
+    printf("gemm: %d types; kernel %s\n", types, gemm_run_best() ? "avx512" : "none (reference only)");
+    return check_report("test_gemm");
+}
