@@ -1,7 +1,10 @@
 /* llm170 bench: prompt processing (pp: one prompt of P tokens in one batch, from an empty cache) and text
  * generation (tg: N tokens one at a time, from an empty cache), each repeated R times after a warm-up
  * run, printed as llama-bench's markdown table (t/s as mean ± standard deviation over the repetitions).
- * Token ids are random (fixed seed), as llama-bench's are. */
+ * Token ids are random (fixed seed), as llama-bench's are. As llama-bench, -d D first fills the cache
+ * with D tokens (not timed; the test is named "pp512 @ d512"); -np S decodes S sequences together, one
+ * token each per step, in one batch, the t/s counting all of them ("tg128 x8": what a server's batched
+ * decode does). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,41 +20,56 @@ typedef struct bench_cfg {
     int n_prompt, n_gen, reps;
 } bench_cfg;
 
-/* One timed run; returns seconds or a negative value on error (message printed). */
-static double run_once(llm170_context *ctx, int n_vocab, int n_prompt, int n_gen, rng *r) {
-    llm170_seq_reset(ctx, 0);
-    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(n_prompt > 0 ? n_prompt : 1));
-    if (!toks) return -1;
+/* One timed run; returns seconds or a negative value on error (message printed). n_par sequences each get
+ * a random prompt of `depth` tokens first (not timed); then the prompt of n_prompt tokens (sequence 0)
+ * and n_gen steps that each decode one token for every sequence in one batch. */
+static double run_once(llm170_context *ctx, int n_vocab, int n_prompt, int n_gen, int n_par, int depth, rng *r) {
+    int nt = n_prompt > depth ? n_prompt : depth;
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(nt > n_par ? nt : n_par));
+    llm170_seq_batch *b = malloc(sizeof *b * (size_t)n_par);
+    if (!toks || !b) goto fail;
+    for (int s = 0; s < n_par; s++) {
+        llm170_seq_reset(ctx, s);
+        if (depth > 0) {
+            for (int i = 0; i < depth; i++) toks[i] = (int32_t)(rng_u64(r) % (uint64_t)n_vocab);
+            llm170_seq_batch d = {.seq = s, .n_tokens = depth, .tokens = toks};
+            if (llm170_decode(ctx, &d, 1)) goto fail;
+        }
+    }
     for (int i = 0; i < n_prompt; i++) toks[i] = (int32_t)(rng_u64(r) % (uint64_t)n_vocab);
     double t0 = timer_now();
     if (n_prompt > 0) {
-        llm170_seq_batch b = {.seq = 0, .n_tokens = n_prompt, .tokens = toks};
-        if (llm170_decode(ctx, &b, 1)) goto fail;
+        b[0] = (llm170_seq_batch){.seq = 0, .n_tokens = n_prompt, .tokens = toks};
+        if (llm170_decode(ctx, b, 1)) goto fail;
     }
     for (int i = 0; i < n_gen; i++) {
-        int32_t t = (int32_t)(rng_u64(r) % (uint64_t)n_vocab);
-        llm170_seq_batch b = {.seq = 0, .n_tokens = 1, .tokens = &t};
-        if (llm170_decode(ctx, &b, 1)) goto fail;
+        for (int s = 0; s < n_par; s++) {
+            toks[s] = (int32_t)(rng_u64(r) % (uint64_t)n_vocab);
+            b[s] = (llm170_seq_batch){.seq = s, .n_tokens = 1, .tokens = &toks[s]};
+        }
+        if (llm170_decode(ctx, b, n_par)) goto fail;
     }
     double dt = timer_now() - t0;
     free(toks);
+    free(b);
     return dt;
 fail:
     fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
     free(toks);
+    free(b);
     return -1;
 }
 
 static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double size_mib, double params_m,
-                    int threads, const char *name, int n_prompt, int n_gen, int reps) {
+                    int threads, const char *name, int n_prompt, int n_gen, int n_par, int depth, int reps) {
     rng r;
     rng_seed(&r, 42);
-    if (run_once(ctx, n_vocab, n_prompt, n_gen, &r) < 0) return 1; /* warm-up */
+    if (run_once(ctx, n_vocab, n_prompt, n_gen, n_par, depth, &r) < 0) return 1; /* warm-up */
     double sum = 0, sum2 = 0;
     for (int i = 0; i < reps; i++) {
-        double dt = run_once(ctx, n_vocab, n_prompt, n_gen, &r);
+        double dt = run_once(ctx, n_vocab, n_prompt, n_gen, n_par, depth, &r);
         if (dt < 0) return 1;
-        double tps = (n_prompt + n_gen) / dt;
+        double tps = (n_prompt + (double)n_gen * n_par) / dt;
         sum += tps;
         sum2 += tps * tps;
     }
@@ -66,7 +84,7 @@ static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double s
 
 int cmd_bench(int argc, char **argv) {
     const char *path = NULL;
-    int n_prompt = 512, n_gen = 128, reps = 5;
+    int n_prompt = 512, n_gen = 128, reps = 5, n_par = 1, depth = 0;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
     for (int i = 1; i < argc; i++) {
@@ -78,14 +96,16 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) ok = args_int("bench", a, v, 0, 1 << 20, &n_gen);
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) ok = args_int("bench", a, v, 1, 1000, &reps);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = args_int("bench", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) ok = args_int("bench", a, v, 1, 256, &n_par);
+        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) ok = args_int("bench", a, v, 0, 1 << 20, &depth);
         else {
-            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N]\n", a);
+            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH]\n", a);
             return 2;
         }
         if (!ok) return 2;
     }
     if (!path) {
-        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N]\n");
+        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH]\n");
         return 2;
     }
     llm170_model *model = NULL;
@@ -95,8 +115,10 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
         return 1;
     }
-    int need = n_prompt > n_gen ? n_prompt : n_gen;
-    llm170_context_params cp = {.n_seq = 1, .n_ctx = need > 0 ? need : 1, .n_batch = n_prompt > 0 ? n_prompt : 1};
+    int need = (n_prompt > depth ? n_prompt : depth) + n_gen;
+    int nb = n_prompt > depth ? n_prompt : depth;
+    llm170_context_params cp = {.n_seq = n_par, .n_ctx = need > 0 ? need : 1,
+                                .n_batch = nb > n_par ? nb : n_par};
     if (llm170_context_new(model, &cp, &ctx)) {
         fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
         goto done;
@@ -110,12 +132,16 @@ int cmd_bench(int argc, char **argv) {
     char name[32];
     int n_vocab = llm170_model_n_vocab(model);
     if (n_prompt > 0) {
-        snprintf(name, sizeof name, "pp%d", n_prompt);
-        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, n_prompt, 0, reps)) goto done;
+        if (depth) snprintf(name, sizeof name, "pp%d @ d%d", n_prompt, depth);
+        else snprintf(name, sizeof name, "pp%d", n_prompt);
+        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, n_prompt, 0, 1, depth, reps)) goto done;
     }
     if (n_gen > 0) {
-        snprintf(name, sizeof name, "tg%d", n_gen);
-        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, 0, n_gen, reps)) goto done;
+        char par[16] = "";
+        if (n_par > 1) snprintf(par, sizeof par, " x%d", n_par);
+        if (depth) snprintf(name, sizeof name, "tg%d%s @ d%d", n_gen, par, depth);
+        else snprintf(name, sizeof name, "tg%d%s", n_gen, par);
+        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, 0, n_gen, n_par, depth, reps)) goto done;
     }
     printf("\nbuild: llm170 %s\n", LLM170_VERSION);
     rc = 0;

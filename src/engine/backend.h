@@ -35,8 +35,10 @@ typedef struct weight {
 typedef struct backend backend;
 
 /* A span of at least this many tokens of one sequence makes "bulk" rows (backend_ops.matmul): where the
- * CPU's int8 matrix products (quant/gemm.h) beat its row-by-row kernels, panel unpacking included. */
-#define BULK_MIN_ROWS 32
+ * CPU's int8 matrix products (quant/gemm.h) start to beat its row-by-row kernels, panel unpacking
+ * included (one Xeon core, a 1024 x 2048 matrix: at 16 tokens 1.0x for Q6_K, 1.2x Q4_K, 2.4x Q8_0; at
+ * 8 tokens 0.5-0.6x for the k-quants). */
+#define BULK_MIN_ROWS 16
 
 typedef struct backend_ops {
     void (*destroy)(backend *b); /* frees the backend and everything it allocated */

@@ -2,7 +2,8 @@
  * (ops_ref.c), as blocked matrix products with an online softmax (the flash-attention arrangement).
  *
  * One work item is a query head and a block of ATT_BQ query tokens. Its visible keys go in blocks of
- * ATT_BK: scores = Q K^T (K transposed into scratch so the product is cpu_blas.h's gemm_nn), masked by
+ * ATT_BK: scores = Q K^T (K transposed into scratch so the product is cpu_blas.h's gemm_nn; for the few
+ * rows of a decode step, dot products and gemv_t instead, which need no transpose), masked by
  * causality and the sliding window, then the running row maxima m, sums l and outputs O are rescaled and
  * O += P V. Scratch per thread is independent of the context length: K^T, the score block, O, m and l.
  *
@@ -21,6 +22,7 @@
 
 #define ATT_BQ 32  /* query rows per item: gemm_nn's 4-row blocks, O (32 x D) stays in L1/L2 */
 #define ATT_BK 128 /* keys per block: multiples of gemm_nn's 32 columns */
+#define ATT_GEMM_ROWS 8 /* query rows from which both products are gemm_nn (else dot products, gemv_t) */
 
 int64_t cpu_attention_scratch(int n_threads, int D) {
     return (int64_t)n_threads * ((int64_t)D * ATT_BK + (int64_t)ATT_BQ * ATT_BK + (int64_t)ATT_BQ * D + 2 * ATT_BQ);
@@ -55,10 +57,14 @@ HOT static void att_block(const att_job *J, int h, int t0, int t1, float *scratc
     for (int s0 = lo; s0 < hi; s0 += ATT_BK) {
         const int nk = hi - s0 < ATT_BK ? hi - s0 : ATT_BK;
         const float *K = J->k + (int64_t)s0 * kstride + (int64_t)kvh * D;
-        for (int j = 0; j < nk; j++)
-            for (int d = 0; d < D; d++) Kt[(int64_t)d * nk + j] = K[(int64_t)j * kstride + d];
-        memset(Sb, 0, sizeof(float) * (size_t)nq * nk);
-        gemm_nn(nq, nk, D, J->scale, Q, qstride, Kt, nk, Sb, nk);
+        if (nq >= ATT_GEMM_ROWS) { /* the transpose pays for itself over the block's rows */
+            for (int j = 0; j < nk; j++)
+                for (int d = 0; d < D; d++) Kt[(int64_t)d * nk + j] = K[(int64_t)j * kstride + d];
+            memset(Sb, 0, sizeof(float) * (size_t)nq * nk);
+            gemm_nn(nq, nk, D, J->scale, Q, qstride, Kt, nk, Sb, nk);
+        } else { /* decode: a few query rows, one dot product per key */
+            for (int i = 0; i < nq; i++) dots(nk, D, J->scale, Q + (int64_t)i * qstride, K, kstride, Sb + (int64_t)i * nk);
+        }
         for (int i = 0; i < nq; i++) {
             const int32_t qp = J->qpos[t0 + i];
             float *srow = Sb + (int64_t)i * nk, mx = m[i];
@@ -91,7 +97,10 @@ HOT static void att_block(const att_job *J, int h, int t0, int t1, float *scratc
             l[i] = l[i] * corr + sum;
             if (corr != 1.0f) scal(O + (int64_t)i * D, corr, D);
         }
-        gemm_nn(nq, D, nk, 1.0f, Sb, nk, J->v + (int64_t)s0 * kstride + (int64_t)kvh * D, kstride, O, D);
+        const float *V = J->v + (int64_t)s0 * kstride + (int64_t)kvh * D;
+        if (nq >= ATT_GEMM_ROWS) gemm_nn(nq, D, nk, 1.0f, Sb, nk, V, kstride, O, D);
+        else
+            for (int i = 0; i < nq; i++) gemv_t(D, nk, Sb + (int64_t)i * nk, V, kstride, O + (int64_t)i * D);
     }
     for (int i = 0; i < nq; i++) {
         float *dst = J->out + (int64_t)(t0 + i) * qstride + (int64_t)h * D;

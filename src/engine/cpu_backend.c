@@ -29,6 +29,11 @@ typedef struct cpu {
     size_t acts_cap;
     void *panels;        /* [n_threads][panel_stride] */
     size_t panels_cap, panel_stride;
+    /* row-by-row rows in groups of eight consecutive ones, packed for vec_dot8p */
+    int32_t *gstart;     /* [T]: per row-list index, the group it starts, or -1 */
+    size_t gstart_cap;
+    void *packs;
+    size_t packs_cap;
 } cpu;
 
 static cpu *impl(backend *b) { return b->impl; }
@@ -89,6 +94,11 @@ typedef struct mm_job {
     int64_t rowbuf_stride;
     const int32_t *rows;   /* the rows the row-by-row kernels compute (ascending), n_rows of them */
     int n_rows;
+    const int32_t *gstart; /* NULL, or per index of rows: the packed group of 8 starting there, or -1 */
+    const int32_t *gfirst; /* [n_groups]: the index in rows each group starts at */
+    char *packs;           /* [n_groups][pack_bytes] */
+    size_t pack_bytes;
+    quant_pack8_fn pack8;
     /* bulk rows: the int8 matrix products */
     const int32_t *brows;  /* [n_bulk] ascending */
     int n_bulk;
@@ -129,7 +139,12 @@ static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
             int i = i0;
             while (i < i1) {
                 const int t = L[i];
-                if (j->ops.vec_dot8 && i + 8 <= i1 && L[i + 7] == t + 7) { /* same bits as one at a time */
+                if (j->gstart && j->gstart[i] >= 0 && i + 8 <= i1) { /* a packed group: same bits again */
+                    float s8[8];
+                    j->ops.vec_dot8p(n, s8, wr, j->packs + (size_t)j->gstart[i] * j->pack_bytes);
+                    for (int q = 0; q < 8; q++) j->y[(t + q) * ne1 + r] = s8[q];
+                    i += 8;
+                } else if (j->ops.vec_dot8 && i + 8 <= i1 && L[i + 7] == t + 7) { /* same bits as one at a time */
                     float s8[8];
                     j->ops.vec_dot8(n, s8, wr, j->xq + t * j->xrow, j->xrow);
                     for (int q = 0; q < 8; q++) j->y[(t + q) * ne1 + r] = s8[q];
@@ -146,6 +161,14 @@ static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
             }
         }
     }
+}
+
+/* packed groups [g0, g1) of eight consecutive rows (vec_dot8p) */
+static void mm_pack8(void *ctx, int64_t g0, int64_t g1, int thread) {
+    (void)thread;
+    mm_job *j = ctx;
+    for (int64_t g = g0; g < g1; g++)
+        j->pack8(j->w->ne[0], j->xq + (size_t)j->rows[j->gfirst[g]] * j->xrow, j->xrow, j->packs + (size_t)g * j->pack_bytes);
 }
 
 /* bulk rows: gather their activations into the int8 products' layout, tokens [i0, i1) of the list */
@@ -238,6 +261,34 @@ static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, 
         pool_run(c->pool, nb, 1, mm_acts, &j);
         /* a panel's results do not depend on the thread that computes it: balance dynamically */
         pool_run_dynamic(c->pool, (w->ne[1] + GEMM_PANEL - 1) / GEMM_PANEL, 1, mm_panels, &j);
+    }
+    if (j.ops.vec_dot8p && j.n_rows >= 8) {
+        /* groups of eight consecutive rows (batched decode, short prompts) packed once for vec_dot8p */
+        j.pack8 = quant_ops_best(j.ops.vec_dot_type).pack8;
+        if (j.pack8) {
+            if (!grow((void **)&c->gstart, &c->gstart_cap, sizeof(int32_t) * (size_t)j.n_rows * 2)) abort();
+            int32_t *gs = c->gstart, *gf = c->gstart + j.n_rows;
+            int ng = 0;
+            for (int i = 0; i < j.n_rows;) {
+                if (i + 8 <= j.n_rows && j.rows[i + 7] == j.rows[i] + 7) {
+                    for (int q = 0; q < 8; q++) gs[i + q] = -1;
+                    gs[i] = ng;
+                    gf[ng++] = i;
+                    i += 8;
+                } else {
+                    gs[i++] = -1;
+                }
+            }
+            j.pack_bytes = quant_pack8_bytes(w->ne[0]);
+            if (ng && grow(&c->packs, &c->packs_cap, j.pack_bytes * (size_t)ng)) {
+                j.packs = c->packs;
+                j.gstart = gs;
+                j.gfirst = gf;
+                pool_run(c->pool, ng, 1, mm_pack8, &j);
+            } else if (ng) {
+                abort(); /* activation-sized scratch, as xq above */
+            }
+        }
     }
     if (j.n_rows) pool_run(c->pool, w->ne[1], 16, mm_rows, &j);
 }
@@ -431,6 +482,8 @@ static void cpu_destroy(backend *b) {
         free(c->rows);
         free(c->acts);
         free(c->panels);
+        free(c->gstart);
+        free(c->packs);
         free(c);
     }
     free(b);

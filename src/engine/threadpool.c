@@ -4,6 +4,7 @@
 #include "engine/threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@ struct threadpool {
     bool dynamic;        /* pool_run_dynamic: threads take grains from `next` */
     atomic_llong next;
 };
+
+#define POOL_SPINS_BEFORE_YIELD 2000
 
 typedef struct worker_arg { threadpool *p; int id; } worker_arg;
 
@@ -125,8 +128,11 @@ static void run(threadpool *p, int64_t n, int64_t grain, pool_fn fn, void *ctx, 
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     run_range(p, 0);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-    }
+    /* Wait for the workers: spin (a worker is usually a few microseconds behind), then yield the core, so
+     * that a worker the OS preempted for another thread of the process (a server's connection threads)
+     * gets it back instead of this thread burning it. */
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0;)
+        if (++spins > POOL_SPINS_BEFORE_YIELD) sched_yield();
 }
 
 void pool_run(threadpool *p, int64_t n, int64_t grain, pool_fn fn, void *ctx) { run(p, n, grain, fn, ctx, false); }

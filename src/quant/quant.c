@@ -66,6 +66,8 @@ const quant_ops *quant_ops_get(enum qtype t, enum quant_isa isa) {
     return &table[t][isa];
 }
 
+size_t quant_pack8_bytes(int64_t n) { return (size_t)(n / 32) * (8 * 32 + 8 * sizeof(float)); }
+
 quant_ops quant_ops_best(enum qtype t) {
     quant_ops out = {0};
     const quant_ops *s = quant_ops_get(t, QUANT_ISA_SCALAR);
@@ -84,7 +86,9 @@ quant_ops quant_ops_best(enum qtype t) {
             out.vec_dot_type = o->vec_dot_type;
             out.vec_dot4 = o->vec_dot4; /* only with its own ISA's vec_dot: they must agree bit for bit */
             out.vec_dot8 = o->vec_dot8;
+            out.vec_dot8p = o->vec_dot8p;
         }
+        if (o->pack8) out.pack8 = o->pack8;
     }
     return out;
 }

@@ -30,6 +30,17 @@ typedef void (*quant_vec_dot_fn)(int64_t n, float *s, const void *x, const void 
  * vec_dot of the same ISA (it shares the weight block's unpacking across the four rows; prefill) */
 typedef void (*quant_vec_dot4_fn)(int64_t n, float *s, const void *x, const void *y, size_t ystride);
 
+/* Eight activation rows (row j at (char *)y + j * ystride, n values each, of the type whose table holds
+ * this member) packed for vec_dot8p: per block, the eight rows' quants + 128 as unsigned bytes (32 per
+ * row, row by row), then the eight block scales as floats. Unsigned activations let a VNNI dot product
+ * take the weights' signed bytes directly (one vpdpbusd per row and block, no sign trick), and the scales
+ * are converted once instead of once per weight row. dst: quant_pack8_bytes(n) bytes. */
+typedef void (*quant_pack8_fn)(int64_t n, const void *y, size_t ystride, void *dst);
+size_t quant_pack8_bytes(int64_t n);
+/* s[j] = dot(x, row j of a pack8), each bit-identical to vec_dot of the same ISA: the same int32 lanes
+ * (sum (q + 128) w - 128 sum w == sum q w, exact), the same float operations */
+typedef void (*quant_vec_dot8p_fn)(int64_t n, float *s, const void *x, const void *pack);
+
 /* The u8 form of a weight row, what the int8 matrix products of prefill (quant/gemm.h) consume:
  *     w[k] = S[j] * (float)(u[k] - off) - M[j],   j = k / sb,   u[k] in 0..255
  * written as u[n], S[n / sb] and, for types with mins, M[n / sb] (M untouched otherwise). The integers
@@ -52,6 +63,8 @@ typedef struct quant_ops {
     quant_vec_dot4_fn vec_dot4;     /* NULL: none (callers loop vec_dot) */
     quant_vec_dot4_fn vec_dot8;     /* the same for EIGHT rows y_j; NULL: none */
     quant_u8_form u8;               /* sb/off/has_min from the scalar table; to_u8 per ISA */
+    quant_vec_dot8p_fn vec_dot8p;   /* eight packed rows (the activation type's pack8); NULL: none */
+    quant_pack8_fn pack8;           /* activation types: packs eight rows for vec_dot8p; NULL: none */
 } quant_ops;
 
 enum quant_isa { QUANT_ISA_SCALAR, QUANT_ISA_AVX2, QUANT_ISA_AVX512, QUANT_ISA_NEON, QUANT_ISA_COUNT };

@@ -381,6 +381,63 @@ static void SIMD_NAME(q8_0_vec_dot4_q8_0)(int64_t n, float *s, const void *vx, c
     for (int j = 0; j < 4; j++) s[j] = simd_hsum_ps(acc[j]);
 }
 
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+/* ---- eight packed Q8_0 activation rows (quant.h: pack8 / vec_dot8p), VNNI only ----
+ * Per weight block: the signed weight bytes q once, c = -128 * (sum of each lane's 4 bytes of q) once,
+ * the eight scale products dx * dy_j in one vector; per row: one vpdpbusd starting from c, which gives
+ * vec_dot's own int32 lanes, then its conversion and multiply-add. (Without VNNI the byte products go
+ * through pmaddubsw, whose int16 pairs would saturate on (q + 128) * w: no such kernel there.) */
+static void SIMD_NAME(q8_0_pack8)(int64_t n, const void *vy, size_t ystride, void *dst) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    char *d = dst;
+    for (int64_t b = 0; b < n / QK8_0; b++, d += 8 * 32 + 8 * sizeof(float)) {
+        float *sc = (float *)(d + 8 * 32);
+        for (int j = 0; j < 8; j++) {
+            const block_q8_0 *y = Y80(j) + b;
+            _mm256_storeu_si256((__m256i *)(d + 32 * j), _mm256_xor_si256(simd_load32(y->qs), flip));
+            sc[j] = _cvtsh_ss(y->d);
+        }
+    }
+}
+
+#define DOT8P_BODY(Q)                                                                                 \
+    do {                                                                                              \
+        const __m256i q_ = (Q);                                                                       \
+        const __m256i c_ = _mm256_sub_epi32(                                                          \
+            _mm256_setzero_si256(),                                                                   \
+            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), q_));           \
+        const char *p_ = (const char *)pk + (size_t)b * (8 * 32 + 8 * sizeof(float));                 \
+        float sc_[8];                                                                                 \
+        _mm256_storeu_ps(sc_, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(x[b].d)),                        \
+                                            _mm256_loadu_ps((const float *)(p_ + 8 * 32))));          \
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {                                        \
+            const __m256i isum = _mm256_dpbusd_epi32(c_, simd_load32(p_ + 32 * j), q_);               \
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(sc_[j]), acc[j]);       \
+        }                                                                                             \
+    } while (0)
+
+#define DOT8P_KERNEL(name, T, QEXPR)                                                                  \
+    static void SIMD_NAME(name)(int64_t n, float *s, const void *vx, const void *pk) {               \
+        const T *x = vx;                                                                              \
+        __m256 acc[8];                                                                                \
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();            \
+        for (int64_t b = 0; b < n / 32; b++) {                                                        \
+            simd_prefetch(&x[b], (int)sizeof x[b]);                                                   \
+            DOT8P_BODY(QEXPR);                                                                        \
+        }                                                                                             \
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) s[j] = simd_hsum_ps(acc[j]);             \
+    }
+
+/* QEXPR: the signed weight values of block b, as the single-row kernels form them */
+DOT8P_KERNEL(q8_0_vec_dot8p, block_q8_0, simd_load32(x[b].qs))
+DOT8P_KERNEL(q4_0_vec_dot8p, block_q4_0, _mm256_sub_epi8(simd_nibbles_lo_hi(x[b].qs), _mm256_set1_epi8(8)))
+DOT8P_KERNEL(q5_0_vec_dot8p, block_q5_0,
+             _mm256_sub_epi8(simd_q5_values(x[b].qs, x[b].qh), _mm256_set1_epi8(16)))
+DOT8P_KERNEL(iq4_nl_vec_dot8p, block_iq4_nl, _mm256_shuffle_epi8(simd_iq4nl_table(), simd_nibbles_lo_hi(x[b].qs)))
+#undef DOT8P_KERNEL
+#undef DOT8P_BODY
+#endif
+
 #undef DOT4_S8_BODY
 #undef Y80
 #undef Y4
@@ -395,6 +452,13 @@ static void SIMD_NAME(simd_x86_register_multi)(quant_table t, enum quant_isa isa
     t[QT_Q4_K][isa].vec_dot8 = SIMD_NAME(q4_k_vec_dot8_q8_k);
     t[QT_Q5_K][isa].vec_dot8 = SIMD_NAME(q5_k_vec_dot8_q8_k);
     t[QT_Q6_K][isa].vec_dot8 = SIMD_NAME(q6_k_vec_dot8_q8_k);
+#endif
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    t[QT_Q8_0][isa].pack8 = SIMD_NAME(q8_0_pack8);
+    t[QT_Q8_0][isa].vec_dot8p = SIMD_NAME(q8_0_vec_dot8p);
+    t[QT_Q4_0][isa].vec_dot8p = SIMD_NAME(q4_0_vec_dot8p);
+    t[QT_Q5_0][isa].vec_dot8p = SIMD_NAME(q5_0_vec_dot8p);
+    t[QT_IQ4_NL][isa].vec_dot8p = SIMD_NAME(iq4_nl_vec_dot8p);
 #endif
 }
 

@@ -1,4 +1,5 @@
-/* vec_dot4 / vec_dot8 (one weight row against four / eight activation rows, used by prefill) must give, for each row, the
+/* vec_dot4 / vec_dot8 / vec_dot8p (one weight row against four / eight activation rows, used by prefill and
+ * batched decode; vec_dot8p's rows packed by pack8) must give, for each row, the
  * exact bits of vec_dot of the same ISA: otherwise a token's logits would depend on how many tokens share
  * its batch. Checked for every type and available ISA that has one, on fresh random blocks, with the
  * activation rows at a stride larger than a row (as the engine lays them out). */
@@ -62,7 +63,43 @@ int main(void) {
             }
         }
     }
-    printf("vec_dot4 vs vec_dot: %d (type, isa, length) cases; vec_dot8: %d\n", checked, checked8);
+    /* vec_dot8p: eight rows packed by the activation type's pack8 (at a stride larger than a row) */
+    int checked8p = 0;
+    for (int isa = 0; isa < QUANT_ISA_COUNT; isa++)
+        for (int t = 0; t < QT_COUNT; t++) {
+            const quant_ops *o = quant_ops_get((enum qtype)t, (enum quant_isa)isa);
+            if (!o || !o->vec_dot8p) continue;
+            const quant_ops *a = quant_ops_get(o->vec_dot_type, (enum quant_isa)isa);
+            const quant_ops *as = quant_ops_get(o->vec_dot_type, QUANT_ISA_SCALAR);
+            CHECKF(a && a->pack8, "%s: vec_dot8p without its activation type's pack8", qtype_get((uint32_t)t)->name);
+            if (!a || !a->pack8) continue;
+            const qtype_info *in = qtype_get((uint32_t)t);
+            for (int nb = 1; nb <= 41; nb += 20) {
+                int64_t n = nb * in->blck;
+                size_t wb = qtype_row_bytes((enum qtype)t, n), ab = qtype_row_bytes(o->vec_dot_type, n), stride = ab + 40;
+                void *w = malloc(wb), *pk = malloc(quant_pack8_bytes(n));
+                char *act = malloc(stride * 8);
+                float *f = malloc(sizeof(float) * (size_t)n);
+                CHECK(quant_random_blocks((enum qtype)t, w, nb, 0.05f, &r));
+                for (int j = 0; j < 8; j++) {
+                    for (int64_t i = 0; i < n; i++) f[i] = rng_normal(&r);
+                    f[j] = j == 3 ? 1e6f : f[j]; /* a block whose quants reach -127 / 127 */
+                    as->from_float(f, act + j * stride, n);
+                }
+                a->pack8(n, act, stride, pk);
+                float s8[8], s1;
+                o->vec_dot8p(n, s8, w, pk);
+                for (int j = 0; j < 8; j++) {
+                    o->vec_dot(n, &s1, w, act + j * stride);
+                    CHECKF(memcmp(&s1, &s8[j], sizeof s1) == 0, "%s %s vec_dot8p n=%lld row %d: %a vs %a", in->name,
+                           quant_isa_name((enum quant_isa)isa), (long long)n, j, s8[j], s1);
+                }
+                checked8p++;
+                free(w), free(pk), free(act), free(f);
+            }
+        }
+    printf("vec_dot4 vs vec_dot: %d (type, isa, length) cases; vec_dot8: %d; vec_dot8p: %d\n", checked, checked8,
+           checked8p);
     CHECK(checked > 0 || !quant_isa_available(QUANT_ISA_AVX2));
     return check_report("test_quant_dot4");
 }
