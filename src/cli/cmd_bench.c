@@ -115,7 +115,7 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
         return 1;
     }
-    int need = (n_prompt > depth ? n_prompt : depth) + n_gen;
+    int need = depth + (n_prompt > n_gen ? n_prompt : n_gen); /* the cache after the depth, then the test */
     int nb = n_prompt > depth ? n_prompt : depth;
     llm170_context_params cp = {.n_seq = n_par, .n_ctx = need > 0 ? need : 1,
                                 .n_batch = nb > n_par ? nb : n_par};

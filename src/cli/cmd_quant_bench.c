@@ -18,6 +18,7 @@
 #include "base/rng.h"
 #include "base/timer.h"
 #include "cli/cli.h"
+#include "cli/quant_bench_mm.h"
 #include "quant/qtype.h"
 #include "quant/quant.h"
 
@@ -35,6 +36,9 @@ typedef struct bench_opts {
     double mb;      /* weight buffer size in MiB */
     int64_t n;      /* values per row */
     int reps;
+    int tokens[16]; /* --tokens: the matrix-product mode (quant_bench_mm.c) */
+    int ntokens;
+    bool mb_set;
 } bench_opts;
 
 enum { ISA_ALL = -1, ISA_BEST = -2 };
@@ -42,8 +46,9 @@ enum { ISA_ALL = -1, ISA_BEST = -2 };
 static int usage(const char *msg) {
     if (msg) fprintf(stderr, "quant-bench: %s\n", msg);
     fprintf(stderr, "usage: llm170 quant-bench [--type T,...] [--isa scalar|avx2|avx512|neon|best|all] [--mb N]\n"
-                    "                          [--n VALUES_PER_ROW] [--reps N]\n"
-                    "defaults: the 15 types with a dot product, --isa all, --mb 64, --n 4096, --reps 5\n");
+                    "                          [--n VALUES_PER_ROW] [--reps N] [--tokens T,...]\n"
+                    "defaults: the 15 types with a dot product, --isa all, --mb 64, --n 4096, --reps 5\n"
+                    "--tokens: matrix products with T tokens instead (row-by-row kernels vs int8 products; --mb 4)\n");
     return 2;
 }
 
@@ -93,9 +98,17 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (!strcmp(a, "--mb")) {
             o->mb = strtod(v, NULL);
             if (!(o->mb >= 0.01 && o->mb <= 65536)) return usage("--mb must be in 0.01..65536");
+            o->mb_set = true;
         } else if (!strcmp(a, "--n")) {
             o->n = strtoll(v, NULL, 10);
             if (o->n < 256 || o->n > (1 << 24) || o->n % 256) return usage("--n must be a multiple of 256 in 256..16M");
+        } else if (!strcmp(a, "--tokens")) {
+            o->ntokens = 0;
+            for (char *tok = strtok(v, ","); tok; tok = strtok(NULL, ",")) {
+                int t = atoi(tok);
+                if (t < 1 || t > 4096 || o->ntokens == 16) return usage("--tokens: up to 16 counts in 1..4096");
+                o->tokens[o->ntokens++] = t;
+            }
         } else if (!strcmp(a, "--reps")) {
             o->reps = atoi(v);
             if (o->reps < 1 || o->reps > MAX_REPS) return usage("--reps must be in 1..101");
@@ -178,7 +191,7 @@ static void fmt_cell(char *dst, size_t cap, double seconds, size_t bytes, int64_
 }
 
 int cmd_quant_bench(int argc, char **argv) {
-    bench_opts o;
+    bench_opts o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
 
@@ -190,6 +203,11 @@ int cmd_quant_bench(int argc, char **argv) {
         isas[nisas++] = o.isa;
     }
 
+    if (o.ntokens) {
+        if (!o.mb_set) o.mb = 4;
+        print_conditions(&o);
+        return quant_bench_matmul(o.types, o.ntypes, o.tokens, o.ntokens, o.n, o.mb, o.reps);
+    }
     print_conditions(&o);
     printf("| type | bits/value | isa | dequant GB/s | dequant ns/row | dot GB/s | dot ns/row | dot vs scalar |\n");
     printf("|---|---:|---|---:|---:|---:|---:|---:|\n");

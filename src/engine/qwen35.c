@@ -316,7 +316,7 @@ static void ffn_block(model *m, const layer *L, int T, work *w) {
 /* MoE (spec §2.5): softmax router over all experts, top-k, renormalised; only the selected experts run;
  * plus the shared expert scaled by sigmoid(gate . x). Reads w->h, writes w->y. Routing is decided on the
  * host from the downloaded router logits. */
-static int moe_block(model *m, const layer *L, int T, work *w, err *e) {
+static int moe_block(model *m, const layer *L, const fwd_span *spans, int n_spans, int T, work *w, err *e) {
     const hparams *hp = &m->hp;
     backend *be = m->be;
     const backend_ops *op = be->ops;
@@ -325,10 +325,13 @@ static int moe_block(model *m, const layer *L, int T, work *w, err *e) {
     int *sel = malloc(sizeof(int) * (size_t)T * (size_t)K);
     float *wsel = malloc(sizeof(float) * (size_t)T * (size_t)K);
     int *rows = malloc(sizeof(int) * (size_t)T);
-    if (!host || !sel || !wsel || !rows) {
-        free(host), free(sel), free(wsel), free(rows);
+    int *span_of = malloc(sizeof(int) * (size_t)T), *count = calloc((size_t)n_spans, sizeof(int));
+    if (!host || !sel || !wsel || !rows || !span_of || !count) {
+        free(host), free(sel), free(wsel), free(rows), free(span_of), free(count);
         return err_set(e, ERR_NOMEM, "out of memory routing %d tokens", T);
     }
+    for (int s = 0, t = 0; s < n_spans; s++)
+        for (int i = 0; i < spans[s].n; i++) span_of[t++] = s;
     op->matmul(be, &L->ffn_gate_inp, 0, w->h, w->a, T, w->bulk);
     op->download(be, host, w->a, (int64_t)T * E);
     for (int t = 0; t < T; t++) {
@@ -358,9 +361,13 @@ static int moe_block(model *m, const layer *L, int T, work *w, err *e) {
             for (int j = 0; j < K; j++)
                 if (sel[t * K + j] == ex) rows[n++] = t;
         if (!n) continue;
+        /* an expert's rows are bulk where their sequence sends it enough rows: a few rows of a long prompt
+         * would pay a panel unpacking each; the count depends on the sequence alone, not on the batch */
+        memset(count, 0, sizeof(int) * (size_t)n_spans);
+        for (int r = 0; r < n; r++) count[span_of[rows[r]]]++;
         for (int r = 0; r < n; r++) {
             op->copy(be, xe + (int64_t)r * C, w->h + (int64_t)rows[r] * C, C);
-            w->ebulk[r] = w->bulk[rows[r]];
+            w->ebulk[r] = count[span_of[rows[r]]] >= BULK_MIN_ROWS;
         }
         op->matmul(be, &L->ffn_gate_exps, ex, xe, ge, n, w->ebulk);
         op->matmul(be, &L->ffn_up_exps, ex, xe, ue, n, w->ebulk);
@@ -382,7 +389,7 @@ static int moe_block(model *m, const layer *L, int T, work *w, err *e) {
     op->download(be, host, w->a, T);
     for (int t = 0; t < T; t++)
         op->add_scaled(be, w->y + (int64_t)t * C, w->d + (int64_t)t * C, 1.0f / (1.0f + expf(-host[t])), C);
-    free(host), free(sel), free(wsel), free(rows);
+    free(host), free(sel), free(wsel), free(rows), free(span_of), free(count);
     return 0;
 }
 
@@ -400,7 +407,7 @@ static int block(model *m, int il, kv_state *kv, const fwd_span *spans, int n_sp
     op->add(be, w->x, w->y, tc);
     op->rms_norm(be, w->x, &L->post_attention_norm, w->h, T, m->hp.n_embd, m->hp.eps);
     if (m->arch == ARCH_QWEN35MOE) {
-        int rc = moe_block(m, L, T, w, e);
+        int rc = moe_block(m, L, spans, n_spans, T, w, e);
         if (rc) return rc;
     } else {
         ffn_block(m, L, T, w);

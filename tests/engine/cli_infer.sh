@@ -48,5 +48,9 @@ err=$("$bin" infer --model "$dir/u.gguf" --prompt-tokens 1 2>&1); rc=$?
 b=$("$bin" bench -m "$dir/m.gguf" -p 16 -n 4 -r 2 -t 1)
 echo "$b" | grep -Eq '^\| qwen35 .*\| +pp16 \| +[0-9.]+ ± [0-9.]+ \|$' && ok || bad "bench pp row: $b"
 echo "$b" | grep -Eq '\| +tg4 \| +[0-9.]+ ± [0-9.]+ \|$' && ok || bad "bench tg row"
+# batched decode of 3 sequences after a 20-token cache (llama-bench's -d), test names say so
+b=$("$bin" bench -m "$dir/m.gguf" -p 8 -n 4 -np 3 -d 20 -r 1 -t 2)
+echo "$b" | grep -Eq '\| +pp8 @ d20 \| +[0-9.]+ ± [0-9.]+ \|$' && ok || bad "bench pp @ depth row: $b"
+echo "$b" | grep -Eq '\| +tg4 x3 @ d20 \| +[0-9.]+ ± [0-9.]+ \|$' && ok || bad "bench batched tg row: $b"
 echo "cli_infer: $pass passed, $fail failed"
 [ $fail = 0 ]

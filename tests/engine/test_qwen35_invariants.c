@@ -21,6 +21,12 @@
  * bound there is looser. A wrong chunk boundary or a state bug gives O(1) differences. */
 #define TOL_F32 2e-5f
 #define TOL_QUANT 3e-2f
+/* With quantized experts, such a step can also flip a token's top-k choice between two near-equal router
+ * scores, and that token's FFN output then changes by the difference of two experts (the golden test
+ * sees 0.11 against transformers for the same reason). Measured up to 7e-2 here (chunks of 1, with
+ * row-by-row kernels throughout, as much as with the int8 products); a state or boundary bug still gives
+ * O(1). */
+#define TOL_QUANT_MOE 0.15f
 
 static float rel_diff(const float *a, const float *b, int n) {
     float num = 0, den = 0;
@@ -60,7 +66,7 @@ static int prefill_last(llm170_model *m, const int32_t *tokens, int n, float *ou
 }
 
 static void check_model(const char *preset, const char *mix, int n_threads) {
-    float TOL = strcmp(mix, "f32") ? TOL_QUANT : TOL_F32;
+    float TOL = !strcmp(mix, "f32") ? TOL_F32 : strstr(preset, "moe") ? TOL_QUANT_MOE : TOL_QUANT;
     char path[] = "/tmp/llm170-inv-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
@@ -150,5 +156,6 @@ int main(void) {
     check_model("tiny-qwen35", "f32", 1);
     check_model("tiny-qwen35", "q8_0", 2);
     check_model("tiny-qwen35moe", "f32", 2);
+    check_model("tiny-qwen35moe", "q8_0", 2); /* quantized experts: bulk rows per (sequence, expert) */
     return check_report("test_qwen35_invariants");
 }

@@ -21,6 +21,13 @@ for t in Q4_0 Q4_K F16; do
 done
 echo "$out" | grep -q "^| type | bits/value | isa |" && ok || bad "no table header"
 
+# --tokens: the matrix-product table, a row per type and token count with positive figures
+out=$("$BIN" quant-bench --mb 0.1 --reps 1 --type Q4_K,Q8_0 --n 512 --tokens 1,20 2>&1)
+status=$?
+[ $status -eq 0 ] && ok || bad "--tokens run exited $status: $out"
+[ "$(echo "$out" | grep -Ec '^\| (Q4_K|Q8_0) \| 512 \| [0-9]+ \| (1|20) \| [0-9.]*[1-9][0-9.]* \|')" = 4 ] && ok ||
+    bad "--tokens rows: $out"
+
 "$BIN" quant-bench --type NOPE > /dev/null 2>&1
 [ $? -eq 2 ] && ok || bad "unknown type did not exit 2"
 "$BIN" quant-bench --isa bogus > /dev/null 2>&1
