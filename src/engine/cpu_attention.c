@@ -58,8 +58,7 @@ HOT static void att_block(const att_job *J, int h, int t0, int t1, float *scratc
         const int nk = hi - s0 < ATT_BK ? hi - s0 : ATT_BK;
         const float *K = J->k + (int64_t)s0 * kstride + (int64_t)kvh * D;
         if (nq >= ATT_GEMM_ROWS) { /* the transpose pays for itself over the block's rows */
-            for (int j = 0; j < nk; j++)
-                for (int d = 0; d < D; d++) Kt[(int64_t)d * nk + j] = K[(int64_t)j * kstride + d];
+            transpose(K, kstride, nk, D, Kt);
             memset(Sb, 0, sizeof(float) * (size_t)nq * nk);
             gemm_nn(nq, nk, D, J->scale, Q, qstride, Kt, nk, Sb, nk);
         } else { /* decode: a few query rows, one dot product per key */

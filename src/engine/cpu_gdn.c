@@ -74,8 +74,7 @@ HOT static void chunk_head(float *restrict S, const float *q, const float *k, co
     float acc = 0;
     for (int i = 0; i < c; i++) gam[i] = (acc += g[i * gb_stride]);
     /* K^T (Dk x c) for the c x c products */
-    for (int j = 0; j < c; j++)
-        for (int a = 0; a < Dk; a++) Kt[(int64_t)a * c + j] = k[j * qk_stride + a];
+    transpose(k, qk_stride, c, Dk, Kt);
     memset(P, 0, sizeof(float) * (size_t)c * c);
     memset(KK, 0, sizeof(float) * (size_t)c * c);
     gemm_nn(c, c, Dk, 1.0f, q, qk_stride, Kt, c, P, c);
