@@ -111,7 +111,7 @@ int quant_bench_matmul(const enum qtype *types, int ntypes, const int *tokens, i
         }
         for (int k = 0; k < ntok; k++) {
             mm_case c = {&o, w, wrow, xrow, xq, K, rows, tokens[k], y};
-            double tr[MM_MAX_REPS], tg[MM_MAX_REPS], tu[MM_MAX_REPS];
+            double tr[MM_MAX_REPS] = {0}, tg[MM_MAX_REPS] = {0}, tu[MM_MAX_REPS] = {0};
             const int can_int8 = run && gemm_supported(t);
             for (int rep = -1; rep < reps; rep++) {
                 double t0 = timer_now();

@@ -32,17 +32,22 @@ size_t gemm_panel_bytes(int64_t K, int sb) {
     return align64((size_t)K * GEMM_PANEL) + 2 * align64(sizeof(float) * (size_t)(K / sb) * GEMM_PANEL);
 }
 
+/* the next n bytes of a buffer being laid out, rounded up to 64 */
+static void *carve(char **b, size_t n) {
+    void *p = *b;
+    *b += align64(n);
+    return p;
+}
+
 void gemm_panel_init(gemm_panel *p, void *buf, int64_t K, int sb, bool has_min) {
     char *b = buf;
     p->K = K;
     p->sb = sb;
     p->nrows = 0;
     p->has_min = has_min;
-    p->u = (uint8_t *)b;
-    b += align64((size_t)K * GEMM_PANEL);
-    p->S = (float *)b;
-    b += align64(sizeof(float) * (size_t)(K / sb) * GEMM_PANEL);
-    p->M = (float *)b;
+    p->u = carve(&b, (size_t)K * GEMM_PANEL);
+    p->S = carve(&b, sizeof(float) * (size_t)(K / sb) * GEMM_PANEL);
+    p->M = carve(&b, sizeof(float) * (size_t)(K / sb) * GEMM_PANEL);
 }
 
 /* step s (4 bytes) of row r of src [GEMM_PANEL][K] to dst + 4 * (GEMM_PANEL * s + r) */
@@ -63,8 +68,8 @@ static void interleave(const uint8_t *src, int64_t K, uint8_t *dst) {
 
 void gemm_pack(const quant_ops *ops, const void *rows, size_t row_bytes, int nrows, gemm_panel *p, void *tmp) {
     const int64_t K = p->K, nsb = K / p->sb;
-    uint8_t *u = tmp;                                  /* [GEMM_PANEL][K] */
-    float *S = (float *)(u + (size_t)GEMM_PANEL * K);  /* [GEMM_PANEL][nsb] */
+    uint8_t *u = tmp;                                          /* [GEMM_PANEL][K] */
+    float *S = (void *)((char *)tmp + (size_t)GEMM_PANEL * K); /* [GEMM_PANEL][nsb] */
     float *M = S + (size_t)GEMM_PANEL * nsb;
     p->nrows = nrows;
     for (int r = 0; r < nrows; r++)
@@ -95,13 +100,10 @@ void gemm_acts_layout(gemm_acts *a, void *buf, enum qtype act, int64_t K, int sb
     const size_t nsb = (size_t)(K / sb);
     char *b = buf;
     *a = (gemm_acts){.K = K, .sb = sb, .ag = ag};
-    a->q = (const int8_t *)b;
-    b += align64((size_t)T * (size_t)K);
-    a->xo = (const int32_t *)b;
-    b += align64((size_t)T * nsb * 4);
-    a->xm = (const float *)b;
-    b += align64((size_t)T * nsb * 4);
-    a->a = (const float *)b;
+    a->q = carve(&b, (size_t)T * (size_t)K);
+    a->xo = carve(&b, (size_t)T * nsb * 4);
+    a->xm = carve(&b, (size_t)T * nsb * 4);
+    a->a = carve(&b, (size_t)T * nsb / (size_t)ag * 4);
 }
 
 void gemm_acts_fill_rows(gemm_acts *a, enum qtype act, const void *xq, size_t xrow, const int32_t *rows, int i0,
