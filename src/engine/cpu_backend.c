@@ -1,8 +1,11 @@
-/* cpu_backend: the reference backend. Matmuls run on the thread pool through the quant module's dot
- * products (activations quantized to the weight type's vec_dot_type, as llama.cpp pairs them) or, in
- * `exact` mode, on f32 (weight rows dequantized, activations kept in f32, double accumulation) for
- * reference runs. The other ops call ops_ref.c directly: they are a small share of the time at the sizes
- * the CPU runs, and the oracle stays the single source of their math. */
+/* cpu_backend: the reference backend. Matmuls run on the thread pool with activations quantized to the
+ * weight type's vec_dot_type (as llama.cpp pairs them), in two kernel families chosen per row by the
+ * model's bulk flags (backend.h): bulk rows through the int8 matrix products of quant/gemm.h (weight
+ * panels unpacked once, then every bulk token), the others through the quant module's row-by-row dot
+ * products (vec_dot8p / vec_dot8 / vec_dot4 / vec_dot, bit-identical to each other); or, in `exact` mode,
+ * on f32 (weight rows dequantized, activations kept in f32, double accumulation) for reference runs. The
+ * other ops go to the fast kernels of cpu_elementwise.c, cpu_gdn.c and cpu_attention.c (tested against
+ * the references of ops_ref.c) or to the references themselves where they are a small share of the time. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +30,8 @@ typedef struct cpu {
     size_t rows_cap;
     void *acts;
     size_t acts_cap;
-    void *panels;        /* [n_threads][panel_stride] */
-    size_t panels_cap, panel_stride;
+    void *panels;        /* [n_threads][mm_job.panel_stride] */
+    size_t panels_cap;
     /* row-by-row rows in groups of eight consecutive ones, packed for vec_dot8p */
     int32_t *gstart;     /* [T]: per row-list index, the group it starts, or -1 */
     size_t gstart_cap;
