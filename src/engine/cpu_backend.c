@@ -132,7 +132,7 @@ static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     (void)thread;
     mm_job *j = ctx;
     int64_t n = j->w->ne[0], ne1 = j->w->ne[1];
-    int tile = (int)(MM_TILE_BYTES / j->xrow) & ~3;
+    int tile = (int)(MM_TILE_BYTES / j->xrow) & ~7; /* whole groups of eight in a tile */
     tile = tile < 16 ? 16 : tile > 256 ? 256 : tile;
     const int32_t *L = j->rows;
     for (int i0 = 0; i0 < j->n_rows; i0 += tile) {

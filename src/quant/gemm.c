@@ -2,6 +2,7 @@
 #include "quant/gemm.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "base/fp16.h"
@@ -15,11 +16,29 @@ void gemm_interleave_avx512(const uint8_t *src, int64_t K, uint8_t *dst);
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-gemm_run_fn gemm_run_best(void) {
+/* step s (4 bytes) of row r of src [GEMM_PANEL][K] to dst + 4 * (GEMM_PANEL * s + r) */
+static void interleave_ref(const uint8_t *src, int64_t K, uint8_t *dst) {
+    for (int64_t s = 0; s < K / 4; s++)
+        for (int r = 0; r < GEMM_PANEL; r++) memcpy(dst + 4 * (GEMM_PANEL * s + r), src + (size_t)r * K + 4 * s, 4);
+}
+
+/* the kernels for this CPU, chosen once (gemm_pack and every matmul ask for them) */
+static gemm_run_fn best_run;
+static void (*best_interleave)(const uint8_t *src, int64_t K, uint8_t *dst) = interleave_ref;
+static pthread_once_t best_once = PTHREAD_ONCE_INIT;
+
+static void pick_best(void) {
 #if LLM170_HAVE_X86_SIMD
-    if (quant_isa_available(QUANT_ISA_AVX512)) return gemm_run_avx512;
+    if (quant_isa_available(QUANT_ISA_AVX512)) {
+        best_run = gemm_run_avx512;
+        best_interleave = gemm_interleave_avx512;
+    }
 #endif
-    return NULL;
+}
+
+gemm_run_fn gemm_run_best(void) {
+    pthread_once(&best_once, pick_best);
+    return best_run;
 }
 
 bool gemm_supported(enum qtype t) {
@@ -50,22 +69,6 @@ void gemm_panel_init(gemm_panel *p, void *buf, int64_t K, int sb, bool has_min) 
     p->M = carve(&b, sizeof(float) * (size_t)(K / sb) * GEMM_PANEL);
 }
 
-/* step s (4 bytes) of row r of src [GEMM_PANEL][K] to dst + 4 * (GEMM_PANEL * s + r) */
-static void interleave_ref(const uint8_t *src, int64_t K, uint8_t *dst) {
-    for (int64_t s = 0; s < K / 4; s++)
-        for (int r = 0; r < GEMM_PANEL; r++) memcpy(dst + 4 * (GEMM_PANEL * s + r), src + (size_t)r * K + 4 * s, 4);
-}
-
-static void interleave(const uint8_t *src, int64_t K, uint8_t *dst) {
-#if LLM170_HAVE_X86_SIMD
-    if (quant_isa_available(QUANT_ISA_AVX512)) {
-        gemm_interleave_avx512(src, K, dst);
-        return;
-    }
-#endif
-    interleave_ref(src, K, dst);
-}
-
 void gemm_pack(const quant_ops *ops, const void *rows, size_t row_bytes, int nrows, gemm_panel *p, void *tmp) {
     const int64_t K = p->K, nsb = K / p->sb;
     uint8_t *u = tmp;                                          /* [GEMM_PANEL][K] */
@@ -76,7 +79,8 @@ void gemm_pack(const quant_ops *ops, const void *rows, size_t row_bytes, int nro
         ops->u8.to_u8((const char *)rows + (size_t)r * row_bytes, u + (size_t)r * K, S + r * nsb, M + r * nsb, K);
     /* rows past nrows are zero (their results are never stored) */
     memset(u + (size_t)nrows * K, 0, (size_t)(GEMM_PANEL - nrows) * (size_t)K);
-    interleave(u, K, p->u);
+    pthread_once(&best_once, pick_best);
+    best_interleave(u, K, p->u);
     for (int64_t j = 0; j < nsb; j++)
         for (int r = 0; r < GEMM_PANEL; r++) {
             p->S[j * GEMM_PANEL + r] = r < nrows ? S[r * nsb + j] : 0.0f;
