@@ -203,6 +203,9 @@ GEMM_CASE(g_q4_k, QT_Q4_K, 328, 1280, 200, false, false)
 GEMM_CASE(g_q5_k, QT_Q5_K, 328, 1280, 200, false, false)
 GEMM_CASE(g_q6_k, QT_Q6_K, 328, 1280, 200, false, false)
 GEMM_CASE(g_q4_k_t1, QT_Q4_K, 130, 512, 1, false, false)
+/* enough 256-token tiles (>= one per SM of an H200) for the 256-token configuration */
+GEMM_CASE(g_q4_k_wide, QT_Q4_K, 16896, 256, 260, false, false)
+GEMM_CASE(g_q6_k_wide, QT_Q6_K, 16896, 256, 260, false, false)
 /* bench: llama 8B (q/o 4096x4096, gate/up 14336x4096, down 4096x14336) and qwen35 27B (ffn 17408x5120,
  * 5120x17408; GDN qkv 10240x5120) */
 GEMM_CASE(b_q4k_4k_512, QT_Q4_K, 4096, 4096, 512, true, false)
@@ -255,6 +258,8 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm", "q5_k 328x1280 T=200", g_q5_k},
     {"gemm", "q6_k 328x1280 T=200", g_q6_k},
     {"gemm", "q4_k 130x512 T=1", g_q4_k_t1},
+    {"gemm", "q4_k 16896x256 T=260", g_q4_k_wide},
+    {"gemm", "q6_k 16896x256 T=260", g_q6_k_wide},
     {"flash_attn_prefill", "D=128 Hq=8/2 T=200", a_128},
     {"flash_attn_prefill", "D=64 Hq=4/4 T=130 pos0=70", a_64_prefix},
     {"flash_attn_prefill", "D=256 Hq=8/2 T=300 win=100", a_256_win},

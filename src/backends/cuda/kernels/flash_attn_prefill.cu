@@ -6,8 +6,9 @@
  * with a sliding window (window > 0), pos0 + t - s < window: ref_attention with qpos[t] = pos0 + t,
  * kpos[s] = s. Query head h reads kv head h / (Hq / Hkv). D = 64, 128 or 256.
  *
- * Mapping (fa_prefill_kernel<D>): one block of 4 warps per (64-query tile, query head); warp w owns query
- * rows 16w..16w+15 of the tile. Key/value tiles of 64 rows stream through shared memory double-buffered
+ * Mapping (fa_prefill_kernel<D, NW>): one block of NW warps per (16 NW-query tile, query head); warp w owns
+ * query rows 16w..16w+15 of the tile. NW = 8 (128 queries share each K/V tile) where shared memory allows,
+ * else 4 (D = 256 on sm_80). Key/value tiles of 64 rows stream through shared memory double-buffered
  * by cp.async; per tile a warp computes its 16 x 64 scores with mma.sync m16n8k16 (f16 in, f32 out),
  * masks them, updates the running max and sum in the log2 domain, turns the probabilities into f16
  * A fragments in registers (the accumulator layout of m16n8 is the A layout of m16n8k16) and accumulates
@@ -22,9 +23,7 @@
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/kernels/prefill_mma.cuh"
 
-#define FA_BQ 64
 #define FA_BKV 64
-#define FA_THREADS 128
 
 /* byte offset of 16-byte chunk c of row r in a tile of rows of D halves */
 template <int D> __device__ __forceinline__ uint32_t fa_swz(int r, int c) {
@@ -36,11 +35,11 @@ __device__ __forceinline__ uint32_t fa_pack_h2(float a, float b) {
     return *(uint32_t *)&h;
 }
 
-template <int D>
+template <int D, int NT>
 __device__ __forceinline__ void fa_load_kv(uint8_t *ks, uint8_t *vs, const __half *k, const __half *v, int kv0, int S,
                                            int Hkv, int kvh) {
     const uint32_t kb = pf_smem_addr(ks), vb = pf_smem_addr(vs);
-    for (int i = threadIdx.x; i < FA_BKV * (D / 8); i += FA_THREADS) {
+    for (int i = threadIdx.x; i < FA_BKV * (D / 8); i += NT) {
         const int r = i / (D / 8), c = i % (D / 8), s = kv0 + r;
         const size_t off = ((size_t)s * Hkv + kvh) * D + 8 * c;
         pf_cp_async16(kb + fa_swz<D>(r, c), s < S ? k + off : k, s < S ? 16 : 0);
@@ -48,28 +47,29 @@ __device__ __forceinline__ void fa_load_kv(uint8_t *ks, uint8_t *vs, const __hal
     }
 }
 
-/* grid (ceil(T/64), Hq), 128 threads, (64 + 2 * 2 * 64) * D * 2 bytes of dynamic shared memory */
-template <int D>
-__global__ void __launch_bounds__(FA_THREADS)
+/* grid (ceil(T / (16 NW)), Hq), 32 NW threads, (16 NW + 2 * 2 * 64) * D * 2 bytes of dynamic shared memory */
+template <int D, int NW>
+__global__ void __launch_bounds__(NW * 32)
     fa_prefill_kernel(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
                       float *__restrict__ out, int T, int S, int Hq, int Hkv, int pos0, int window, float scale_log2) {
+    enum { BQ = 16 * NW, NT = 32 * NW };
     extern __shared__ __align__(128) uint8_t smem[];
-    uint8_t *qs = smem, *kvs = smem + FA_BQ * D * 2; /* kvs: [stage][K | V][64][D] */
-    const int m0 = (gridDim.x - 1 - blockIdx.x) * FA_BQ, h = blockIdx.y, kvh = h / (Hq / Hkv);
+    uint8_t *qs = smem, *kvs = smem + BQ * D * 2; /* kvs: [stage][K | V][64][D] */
+    const int m0 = (gridDim.x - 1 - blockIdx.x) * BQ, h = blockIdx.y, kvh = h / (Hq / Hkv);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
     /* the key range this tile can see */
-    const int last_pos = pos0 + min(T, m0 + FA_BQ) - 1;
+    const int last_pos = pos0 + min(T, m0 + BQ) - 1;
     const int kv_end = min(S, last_pos + 1);
     int kv_begin = window > 0 ? max(0, pos0 + m0 - window + 1) : 0;
     kv_begin -= kv_begin % FA_BKV;
     const int ntiles = kv_end > kv_begin ? (kv_end - kv_begin + FA_BKV - 1) / FA_BKV : 0;
 
-    if (ntiles > 0) fa_load_kv<D>(kvs, kvs + FA_BKV * D * 2, k, v, kv_begin, S, Hkv, kvh);
+    if (ntiles > 0) fa_load_kv<D, NT>(kvs, kvs + FA_BKV * D * 2, k, v, kv_begin, S, Hkv, kvh);
     pf_cp_async_commit();
 
     /* the query tile, f32 -> f16 */
-    for (int i = threadIdx.x; i < FA_BQ * (D / 8); i += FA_THREADS) {
+    for (int i = threadIdx.x; i < BQ * (D / 8); i += NT) {
         const int r = i / (D / 8), c = i % (D / 8), t = m0 + r;
         uint4 pk = make_uint4(0, 0, 0, 0);
         if (t < T) {
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(FA_THREADS)
         __syncthreads(); /* tile j resident, and every warp done with tile j-1 (its buffer is refilled now) */
         if (j + 1 < ntiles) {
             uint8_t *kn = kvs + ((j + 1) & 1) * 2 * FA_BKV * D * 2;
-            fa_load_kv<D>(kn, kn + FA_BKV * D * 2, k, v, kv0 + FA_BKV, S, Hkv, kvh);
+            fa_load_kv<D, NT>(kn, kn + FA_BKV * D * 2, k, v, kv0 + FA_BKV, S, Hkv, kvh);
         }
         pf_cp_async_commit();
 
@@ -185,16 +185,27 @@ __global__ void __launch_bounds__(FA_THREADS)
     }
 }
 
+template <int D, int NW>
+static int fa_launch_nw(const float *q, const __half *k, const __half *v, float *out, int T, int S, int Hq, int Hkv,
+                        int pos0, int window, float scale, cudaStream_t st) {
+    const int bytes = (16 * NW + 2 * 2 * FA_BKV) * D * 2;
+    if (cudaFuncSetAttribute(fa_prefill_kernel<D, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
+        return CUDA_KERR_LAUNCH;
+    dim3 grid((T + 16 * NW - 1) / (16 * NW), Hq);
+    fa_prefill_kernel<D, NW><<<grid, NW * 32, bytes, st>>>(q, k, v, out, T, S, Hq, Hkv, pos0, window,
+                                                           scale * 1.4426950408889634f);
+    return pf_launched();
+}
+
 template <int D>
 static int fa_launch(const float *q, const __half *k, const __half *v, float *out, int T, int S, int Hq, int Hkv,
                      int pos0, int window, float scale, cudaStream_t st) {
-    const int bytes = (FA_BQ + 2 * 2 * FA_BKV) * D * 2;
-    cudaError_t ce = cudaFuncSetAttribute(fa_prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (ce != cudaSuccess) return CUDA_KERR_LAUNCH;
-    dim3 grid((T + FA_BQ - 1) / FA_BQ, Hq);
-    fa_prefill_kernel<D><<<grid, FA_THREADS, bytes, st>>>(q, k, v, out, T, S, Hq, Hkv, pos0, window,
-                                                          scale * 1.4426950408889634f);
-    return pf_launched();
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return CUDA_KERR_LAUNCH;
+    if (optin >= (16 * 8 + 4 * FA_BKV) * D * 2) return fa_launch_nw<D, 8>(q, k, v, out, T, S, Hq, Hkv, pos0, window, scale, st);
+    return fa_launch_nw<D, 4>(q, k, v, out, T, S, Hq, Hkv, pos0, window, scale, st);
 }
 
 extern "C" int cuda_flash_attn_prefill(const float *q, const uint16_t *k, const uint16_t *v, float *out, int T, int S,

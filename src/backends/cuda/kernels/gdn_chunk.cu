@@ -31,6 +31,7 @@
 #define GDN_PAD (GDN_D + 1) /* padded rows for the row-against-row dots (no bank conflicts) */
 #define GDN_THREADS 256
 #define GDN_SLICE 32       /* state columns per scan block */
+#define GDN_WPAD (GDN_D + 4) /* W and Q rows in the scan: the 4 rows a warp reads at once hit different banks */
 
 /* floats of scratch per (head, chunk): U [C][D], W [C][D], A [C][C], gam [C] */
 #define GDN_PER (2 * GDN_C * GDN_D + GDN_C * GDN_C + GDN_C)
@@ -113,14 +114,15 @@ __global__ void __launch_bounds__(GDN_THREADS)
     if (tid < GDN_C) gout[tid] = gam[tid];
 }
 
-/* grid (Dv / 32, Hv), 256 threads; shared: S slice [D][32], W, Q, K [C][D], U, V' [C][32], A [C][C], gam.
- * o[T][Hv][Dv]; S[Hv][Dk][Dv] in/out. */
+/* grid (Dv / 32, Hv), 256 threads; shared: S slice [D][32], W, Q [C][D + 4], V' [C][32], A [C][C], gam
+ * (107 KB: two blocks per SM, so the 192 blocks of a 48-head layer run in one wave); K and U are read from
+ * global memory (L1/L2) where they are used. o[T][Hv][Dv]; S[Hv][Dk][Dv] in/out. */
 __global__ void __launch_bounds__(GDN_THREADS)
     gdn_chunk_scan_kernel(const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ scratch,
                           float *__restrict__ o, float *__restrict__ S, int T, int Hk, int Hv, int grouped) {
     extern __shared__ float sm[];
-    float *Ss = sm, *Ws = Ss + GDN_D * GDN_SLICE, *Qs = Ws + GDN_C * GDN_D, *Ks = Qs + GDN_C * GDN_D;
-    float *Us = Ks + GDN_C * GDN_D, *Vp = Us + GDN_C * GDN_SLICE, *As = Vp + GDN_C * GDN_SLICE, *gam = As + GDN_C * GDN_C;
+    float *Ss = sm, *Ws = Ss + GDN_D * GDN_SLICE, *Qs = Ws + GDN_C * GDN_WPAD;
+    float *Vp = Qs + GDN_C * GDN_WPAD, *As = Vp + GDN_C * GDN_SLICE, *gam = As + GDN_C * GDN_C;
     const int b0 = blockIdx.x * GDN_SLICE, j = blockIdx.y, kh = gdn_kh(j, Hk, Hv, grouped), tid = threadIdx.x;
     const int nchunks = (T + GDN_C - 1) / GDN_C;
     float *Sg = S + (size_t)j * GDN_D * GDN_D;
@@ -134,14 +136,10 @@ __global__ void __launch_bounds__(GDN_THREADS)
         __syncthreads(); /* the previous chunk is done with every buffer */
         for (int i = tid; i < GDN_C * GDN_D / 4; i += GDN_THREADS) {
             const int r = i / (GDN_D / 4), a4 = i % (GDN_D / 4);
-            ((float4 *)Ws)[i] = ((const float4 *)(in + GDN_C * GDN_D))[i];
-            const bool ok = r < c;
+            *(float4 *)(Ws + r * GDN_WPAD + 4 * a4) = ((const float4 *)(in + GDN_C * GDN_D))[i];
             const size_t off = ((size_t)(t0 + r) * Hk + kh) * GDN_D;
-            ((float4 *)Qs)[i] = ok ? ((const float4 *)(q + off))[a4] : make_float4(0.f, 0.f, 0.f, 0.f);
-            ((float4 *)Ks)[i] = ok ? ((const float4 *)(k + off))[a4] : make_float4(0.f, 0.f, 0.f, 0.f);
+            *(float4 *)(Qs + r * GDN_WPAD + 4 * a4) = r < c ? ((const float4 *)(q + off))[a4] : make_float4(0.f, 0.f, 0.f, 0.f);
         }
-        for (int i = tid; i < GDN_C * GDN_SLICE; i += GDN_THREADS)
-            Us[i] = in[(i / GDN_SLICE) * GDN_D + b0 + i % GDN_SLICE];
         for (int i = tid; i < GDN_C * GDN_C / 4; i += GDN_THREADS)
             ((float4 *)As)[i] = ((const float4 *)(in + 2 * GDN_C * GDN_D))[i];
         if (tid < GDN_C) gam[tid] = in[2 * GDN_C * GDN_D + GDN_C * GDN_C + tid];
@@ -154,7 +152,7 @@ __global__ void __launch_bounds__(GDN_THREADS)
             const float sv[4] = {s4.x, s4.y, s4.z, s4.w};
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                const float w = Ws[(2 * ty + r) * GDN_D + a], qq = Qs[(2 * ty + r) * GDN_D + a];
+                const float w = Ws[(2 * ty + r) * GDN_WPAD + a], qq = Qs[(2 * ty + r) * GDN_WPAD + a];
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     ws[r][e] += w * sv[e];
@@ -163,12 +161,11 @@ __global__ void __launch_bounds__(GDN_THREADS)
             }
         }
 #pragma unroll
-        for (int r = 0; r < 2; r++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = 2 * ty + r;
-                Vp[i * GDN_SLICE + 4 * tx + e] = Us[i * GDN_SLICE + 4 * tx + e] - ws[r][e];
-            }
+        for (int r = 0; r < 2; r++) {
+            const int i = 2 * ty + r;
+            const float4 u4 = *(const float4 *)(in + i * GDN_D + b0 + 4 * tx); /* U, from scratch */
+            *(float4 *)(Vp + i * GDN_SLICE + 4 * tx) = make_float4(u4.x - ws[r][0], u4.y - ws[r][1], u4.z - ws[r][2], u4.w - ws[r][3]);
+        }
         __syncthreads();
 
         /* O_i = exp(gam_i) (Q S)_i + sum_{j<=i} A_ij V'_j */
@@ -201,7 +198,7 @@ __global__ void __launch_bounds__(GDN_THREADS)
         }
         for (int jj = 0; jj < c; jj++) {
             const float wj = expf(gl - gam[jj]);
-            const float4 k4 = *(const float4 *)(Ks + jj * GDN_D + 4 * ty);
+            const float4 k4 = __ldg((const float4 *)(k + ((size_t)(t0 + jj) * Hk + kh) * GDN_D + 4 * ty));
             const float4 v4 = *(const float4 *)(Vp + jj * GDN_SLICE + 4 * tx);
             const float kv[4] = {k4.x * wj, k4.y * wj, k4.z * wj, k4.w * wj}, vv[4] = {v4.x, v4.y, v4.z, v4.w};
 #pragma unroll
@@ -233,7 +230,7 @@ extern "C" int cuda_gdn_chunk(float *S, const float *q, const float *k, const fl
     if (Dk != GDN_D || Dv != GDN_D) return CUDA_KERR_UNSUPPORTED;
     const int grouped = map == GDN_HEADS_GROUPED, nchunks = (T + GDN_C - 1) / GDN_C;
     const int prep_bytes = (int)sizeof(float) * (2 * GDN_C * GDN_PAD + GDN_C * GDN_D + GDN_C * GDN_C + 2 * GDN_C);
-    const int scan_bytes = (int)sizeof(float) * (GDN_D * GDN_SLICE + 3 * GDN_C * GDN_D + 2 * GDN_C * GDN_SLICE +
+    const int scan_bytes = (int)sizeof(float) * (GDN_D * GDN_SLICE + 2 * GDN_C * GDN_WPAD + GDN_C * GDN_SLICE +
                                                  GDN_C * GDN_C + GDN_C);
     if (cudaFuncSetAttribute(gdn_chunk_prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_bytes) != cudaSuccess ||
         cudaFuncSetAttribute(gdn_chunk_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, scan_bytes) != cudaSuccess)

@@ -32,7 +32,6 @@
 #include "backends/cuda/kernels/prefill_mma.cuh"
 #include "quant/qtype.h"
 
-#define GQ_BM 128
 #define GQ_BN 128
 #define GQ_BK 64
 #define GQ_THREADS 256
@@ -73,6 +72,23 @@ __device__ __forceinline__ void gq_k4_scale_min(const uint8_t *s, int j, int *sc
     }
 }
 
+/* (float)(q - off) for 0 <= q < 2^23 without an I2F (a quarter-rate conversion on sm_80/sm_90): q sits in
+ * the mantissa of 2^23, and subtracting 2^23 + off is exact (both are integers in [2^23, 2^24)) */
+__device__ __forceinline__ float gq_i2f(uint32_t q, float off) {
+    return __fsub_rn(__uint_as_float(0x4B000000u | q), 8388608.0f + off);
+}
+
+/* the 8 bytes at p (any alignment) as two words, from three aligned loads and funnel shifts. Reads up to 3
+ * bytes past p + 8 when p is unaligned: callers keep p + 8 at least 3 bytes before the end of the block
+ * (true of every use below: k-quant quants are followed by more of the block or end 16-byte aligned). */
+__device__ __forceinline__ void gq_load8(const uint8_t *p, uint32_t w[2]) {
+    const uint32_t *a = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
+    const uint32_t sh = ((uint32_t)(uintptr_t)p & 3) * 8;
+    const uint32_t w0 = a[0], w1 = a[1], w2 = sh ? a[2] : 0u;
+    w[0] = __funnelshift_r(w0, w1, sh);
+    w[1] = __funnelshift_r(w1, w2, sh);
+}
+
 /* v[0..8) = to_float of values p..p+7 (p a multiple of 8) of the block at b; _rn intrinsics keep
  * nvcc from contracting into FMAs, so the floats equal the CPU dequantizer's */
 template <int QT> __device__ __forceinline__ void gq_dequant8(const uint8_t *b, int p, float v[8]);
@@ -82,8 +98,8 @@ template <> __device__ __forceinline__ void gq_dequant8<QT_Q4_0>(const uint8_t *
     const uint8_t *qs = b + 2;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        int q = p < 16 ? (qs[p + i] & 15) : (qs[p - 16 + i] >> 4);
-        v[i] = __fmul_rn(d, (float)(q - 8));
+        uint32_t q = p < 16 ? (qs[p + i] & 15) : (qs[p - 16 + i] >> 4);
+        v[i] = __fmul_rn(d, gq_i2f(q, 8.0f));
     }
 }
 template <> __device__ __forceinline__ void gq_dequant8<QT_Q4_1>(const uint8_t *b, int p, float v[8]) {
@@ -91,8 +107,8 @@ template <> __device__ __forceinline__ void gq_dequant8<QT_Q4_1>(const uint8_t *
     const uint8_t *qs = b + 4;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        int q = p < 16 ? (qs[p + i] & 15) : (qs[p - 16 + i] >> 4);
-        v[i] = __fadd_rn(__fmul_rn(d, (float)q), m);
+        uint32_t q = p < 16 ? (qs[p + i] & 15) : (qs[p - 16 + i] >> 4);
+        v[i] = __fadd_rn(__fmul_rn(d, gq_i2f(q, 0.0f)), m);
     }
 }
 template <> __device__ __forceinline__ void gq_dequant8<QT_Q5_0>(const uint8_t *b, int p, float v[8]) {
@@ -102,15 +118,14 @@ template <> __device__ __forceinline__ void gq_dequant8<QT_Q5_0>(const uint8_t *
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         int j = p + i;
-        int lo = j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4);
-        int q = lo | (int)((qh >> j) & 1) << 4;
-        v[i] = __fmul_rn(d, (float)(q - 16));
+        uint32_t lo = j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4);
+        v[i] = __fmul_rn(d, gq_i2f(lo | ((qh >> j) & 1) << 4, 16.0f));
     }
 }
 template <> __device__ __forceinline__ void gq_dequant8<QT_Q8_0>(const uint8_t *b, int p, float v[8]) {
     const float d = gq_half(b);
 #pragma unroll
-    for (int i = 0; i < 8; i++) v[i] = __fmul_rn((float)(int8_t)b[2 + p + i], d);
+    for (int i = 0; i < 8; i++) v[i] = __fmul_rn(gq_i2f(b[2 + p + i] ^ 0x80u, 128.0f), d);
 }
 /* sub-block j's d * sc and dmin * m of a Q4_K / Q5_K block (d, dmin, scales at its start) */
 __device__ __forceinline__ void gq_k4_dl_ml(const uint8_t *b, int j, float *dl, float *ml) {
@@ -124,30 +139,38 @@ template <> __device__ __forceinline__ void gq_dequant8<QT_Q4_K>(const uint8_t *
     const int j = p / 32;
     float dl, ml;
     gq_k4_dl_ml(b, j, &dl, &ml);
-    const uint8_t *qs = b + 16 + 32 * (j / 2) + p % 32;
+    uint32_t w[2];
+    gq_load8(b + 16 + 32 * (j / 2) + p % 32, w);
 #pragma unroll
-    for (int i = 0; i < 8; i++) v[i] = __fsub_rn(__fmul_rn(dl, (float)((qs[i] >> (4 * (j % 2))) & 15)), ml);
+    for (int i = 0; i < 8; i++) {
+        const uint32_t q = (w[i / 4] >> (8 * (i % 4) + 4 * (j % 2))) & 15;
+        v[i] = __fsub_rn(__fmul_rn(dl, gq_i2f(q, 0.0f)), ml);
+    }
 }
 template <> __device__ __forceinline__ void gq_dequant8<QT_Q5_K>(const uint8_t *b, int p, float v[8]) {
     const int j = p / 32;
     float dl, ml;
     gq_k4_dl_ml(b, j, &dl, &ml);
-    const uint8_t *qh = b + 16 + p % 32, *qs = b + 48 + 32 * (j / 2) + p % 32;
+    uint32_t h[2], w[2];
+    gq_load8(b + 16 + p % 32, h);
+    gq_load8(b + 48 + 32 * (j / 2) + p % 32, w);
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        int q = ((qs[i] >> (4 * (j % 2))) & 15) | ((qh[i] >> j) & 1) << 4;
-        v[i] = __fsub_rn(__fmul_rn(dl, (float)q), ml);
+        const uint32_t q = ((w[i / 4] >> (8 * (i % 4) + 4 * (j % 2))) & 15) | ((h[i / 4] >> (8 * (i % 4) + j)) & 1) << 4;
+        v[i] = __fsub_rn(__fmul_rn(dl, gq_i2f(q, 0.0f)), ml);
     }
 }
 template <> __device__ __forceinline__ void gq_dequant8<QT_Q6_K>(const uint8_t *b, int p, float v[8]) {
     const float d = gq_half(b + 208);
     const float dl = __fmul_rn(d, (float)(int8_t)b[192 + p / 16]);
     const int h = p / 128, r = p % 128;
-    const uint8_t *ql = b + 64 * h + r % 64, *qh = b + 128 + 32 * h + r % 32;
+    uint32_t l[2], hb[2];
+    gq_load8(b + 64 * h + r % 64, l);
+    gq_load8(b + 128 + 32 * h + r % 32, hb);
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        int q = (((ql[i] >> (4 * (r / 64))) & 15) | ((qh[i] >> (2 * (r / 32))) & 3) << 4) - 32;
-        v[i] = __fmul_rn(dl, (float)q);
+        const uint32_t q = ((l[i / 4] >> (8 * (i % 4) + 4 * (r / 64))) & 15) | ((hb[i / 4] >> (8 * (i % 4) + 2 * (r / 32))) & 3) << 4;
+        v[i] = __fmul_rn(dl, gq_i2f(q, 32.0f));
     }
 }
 
@@ -173,10 +196,13 @@ template <int QT> __device__ __forceinline__ const uint8_t *gq_chunk_block(const
     return span + (8 * c / gq_type<QT>::QK) * gq_type<QT>::BS;
 }
 
-/* ---- the two-pass path's dequantizer: Wd[N][K] bf16 = bf16(to_float(W)); grid (K/64, N), 8 threads ---- */
+/* ---- the two-pass path's dequantizer: Wd[N][K] bf16 = bf16(to_float(W)) ----
+ * grid (ceil(K/64 / 32), N), 256 threads: thread (y, x) of a block does values 8x..8x+7 of the 64-value
+ * step 32 * blockIdx.x + y of row blockIdx.y (8 consecutive threads write 128 consecutive bytes). */
 
 template <int QT> __global__ void dequant_bf16_kernel(const uint8_t *__restrict__ W, __nv_bfloat16 *__restrict__ Wd, int K) {
-    const int n = blockIdx.y, k0 = blockIdx.x * GQ_BK, c = threadIdx.x;
+    const int n = blockIdx.y, k0 = (blockIdx.x * 32 + threadIdx.y) * GQ_BK, c = threadIdx.x;
+    if (k0 >= K) return;
     const size_t row_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS;
     const uint8_t *span = W + n * row_bytes + (size_t)(k0 / gq_type<QT>::QK) * gq_type<QT>::BS;
     int p;
@@ -189,9 +215,9 @@ template <int QT> __global__ void dequant_bf16_kernel(const uint8_t *__restrict_
 /* ---- the GEMM ---- */
 
 /* QT = QT_BF16: W is bf16 [N][K], copied like X. Otherwise W is in QT's block layout. */
-template <int QT, int ST> struct gq_smem {
+template <int QT, int ST, int BM> struct gq_smem {
     enum {
-        A_STAGE = GQ_BM * GQ_BK * 2,
+        A_STAGE = BM * GQ_BK * 2,
         RAW_ROW = QT == QT_BF16 ? 0 : gq_span<QT>::NCH * 16,
         B_STAGE = QT == QT_BF16 ? GQ_BN * GQ_BK * 2 : GQ_BN * RAW_ROW,
         B_TILE = GQ_BN * GQ_BK * 2, /* one dequantized bf16 tile (two of them, double-buffered) */
@@ -200,14 +226,14 @@ template <int QT, int ST> struct gq_smem {
 };
 
 /* issue the copies of step kt (X tile, and W tile or raw W spans) into stage slot st */
-template <int QT, int ST>
+template <int QT, int ST, int BM>
 __device__ __forceinline__ void gq_load_stage(uint8_t *smem, int st, int kt, const __nv_bfloat16 *X, const uint8_t *W,
                                               size_t w_bytes, int T, int N, int K, int m0, int n0) {
-    typedef gq_smem<QT, ST> L;
+    typedef gq_smem<QT, ST, BM> L;
     const int tid = threadIdx.x, k0 = kt * GQ_BK;
     const uint32_t a_base = pf_smem_addr(smem + st * L::A_STAGE);
 #pragma unroll
-    for (int i = tid; i < GQ_BM * 8; i += GQ_THREADS) {
+    for (int i = tid; i < BM * 8; i += GQ_THREADS) {
         const int r = i >> 3, c = i & 7, t = m0 + r;
         const __nv_bfloat16 *src = t < T ? X + (size_t)t * K + k0 + 8 * c : X;
         pf_cp_async16(a_base + pf_swz(r, c), src, t < T ? 16 : 0);
@@ -236,9 +262,9 @@ __device__ __forceinline__ void gq_load_stage(uint8_t *smem, int st, int kt, con
 }
 
 /* dequantize the raw spans of step kt (slot st) into the bf16 tile `tile` */
-template <int QT, int ST>
+template <int QT, int ST, int BM>
 __device__ __forceinline__ void gq_dequant_stage(uint8_t *smem, int st, int kt, uint8_t *tile, int K, int n0) {
-    typedef gq_smem<QT, ST> L;
+    typedef gq_smem<QT, ST, BM> L;
     const int k0 = kt * GQ_BK;
     const size_t row_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS;
     const size_t blk_off = (size_t)(k0 / gq_type<QT>::QK) * gq_type<QT>::BS;
@@ -255,35 +281,39 @@ __device__ __forceinline__ void gq_dequant_stage(uint8_t *smem, int st, int kt, 
     }
 }
 
-/* grid (ceil(N/128), ceil(T/128)), 256 threads, gq_smem<QT>::BYTES of dynamic shared memory */
-template <int QT, int ST>
+/* grid (ceil(N/128), ceil(T/BM)), 256 threads, gq_smem<QT, ST, BM>::BYTES of dynamic shared memory.
+ * BM = 128: warps 2 (M) x 4 (N), warp tiles 64 x 32; BM = 256: warps 4 x 2, warp tiles 64 x 64 (twice the
+ * tokens per dequantized weight tile, and 8 ldmatrix per 32 MMAs instead of 6 per 16). Every output is the
+ * same sequence of MMAs over K in both, so the choice never changes a bit of Y. */
+template <int QT, int ST, int BM>
 __global__ void __launch_bounds__(GQ_THREADS)
     gemm_q_kernel(const uint8_t *__restrict__ W, const __nv_bfloat16 *__restrict__ X, float *__restrict__ Y,
                   size_t w_bytes, int T, int N, int K) {
-    typedef gq_smem<QT, ST> L;
+    typedef gq_smem<QT, ST, BM> L;
+    enum { WNW = 8 / (BM / 64), NI = GQ_BN / WNW / 8 }; /* warps along N; 8-wide mma tiles per warp along N */
     extern __shared__ __align__(128) uint8_t smem[];
-    const int n0 = blockIdx.x * GQ_BN, m0 = blockIdx.y * GQ_BM;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
+    const int n0 = blockIdx.x * GQ_BN, m0 = blockIdx.y * BM;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp / WNW, wn = warp % WNW;
     const int nk = K / GQ_BK;
     uint8_t *tiles = smem + ST * (L::A_STAGE + L::B_STAGE);
 
-    float acc[4][4][4];
+    float acc[4][NI][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < NI; j++)
 #pragma unroll
             for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
 
 #pragma unroll
     for (int s = 0; s < ST - 1; s++) {
-        if (s < nk) gq_load_stage<QT, ST>(smem, s, s, X, W, w_bytes, T, N, K, m0, n0);
+        if (s < nk) gq_load_stage<QT, ST, BM>(smem, s, s, X, W, w_bytes, T, N, K, m0, n0);
         pf_cp_async_commit();
     }
     if constexpr (QT != QT_BF16) { /* the first step's tile, before the loop */
         pf_cp_async_wait<ST - 2>();
         __syncthreads();
-        gq_dequant_stage<QT, ST>(smem, 0, 0, tiles, K, n0);
+        gq_dequant_stage<QT, ST, BM>(smem, 0, 0, tiles, K, n0);
     }
 
     for (int kt = 0; kt < nk; kt++) {
@@ -293,11 +323,11 @@ __global__ void __launch_bounds__(GQ_THREADS)
         else pf_cp_async_wait<ST - 3>();
         __syncthreads();
         if (kt + ST - 1 < nk)
-            gq_load_stage<QT, ST>(smem, (kt + ST - 1) % ST, kt + ST - 1, X, W, w_bytes, T, N, K, m0, n0);
+            gq_load_stage<QT, ST, BM>(smem, (kt + ST - 1) % ST, kt + ST - 1, X, W, w_bytes, T, N, K, m0, n0);
         pf_cp_async_commit();
         if constexpr (QT != QT_BF16) {
             if (kt + 1 < nk)
-                gq_dequant_stage<QT, ST>(smem, (kt + 1) % ST, kt + 1, tiles + ((kt + 1) & 1) * L::B_TILE, K, n0);
+                gq_dequant_stage<QT, ST, BM>(smem, (kt + 1) % ST, kt + 1, tiles + ((kt + 1) & 1) * L::B_TILE, K, n0);
         }
 
         const uint32_t a_base = pf_smem_addr(smem + (kt % ST) * L::A_STAGE);
@@ -305,14 +335,14 @@ __global__ void __launch_bounds__(GQ_THREADS)
                                               : pf_smem_addr(tiles + (kt & 1) * L::B_TILE);
 #pragma unroll
         for (int ks = 0; ks < GQ_BK / 16; ks++) {
-            uint32_t a[4][4], b[4][2];
+            uint32_t a[4][4], b[NI][2];
 #pragma unroll
             for (int mi = 0; mi < 4; mi++)
                 pf_ldmatrix_x4(a[mi], a_base + pf_swz(wm * 64 + mi * 16 + (lane & 15), ks * 2 + (lane >> 4)));
 #pragma unroll
-            for (int nj = 0; nj < 2; nj++) {
+            for (int nj = 0; nj < NI / 2; nj++) {
                 uint32_t r[4];
-                pf_ldmatrix_x4(r, b_base + pf_swz(wn * 32 + nj * 16 + (lane & 7) + ((lane >> 4) << 3),
+                pf_ldmatrix_x4(r, b_base + pf_swz(wn * NI * 8 + nj * 16 + (lane & 7) + ((lane >> 4) << 3),
                                                  ks * 2 + ((lane >> 3) & 1)));
                 b[2 * nj][0] = r[0];
                 b[2 * nj][1] = r[1];
@@ -322,7 +352,7 @@ __global__ void __launch_bounds__(GQ_THREADS)
 #pragma unroll
             for (int mi = 0; mi < 4; mi++)
 #pragma unroll
-                for (int ni = 0; ni < 4; ni++) pf_mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+                for (int ni = 0; ni < NI; ni++) pf_mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
         }
     }
     pf_cp_async_wait<0>();
@@ -331,8 +361,8 @@ __global__ void __launch_bounds__(GQ_THREADS)
 #pragma unroll
     for (int mi = 0; mi < 4; mi++)
 #pragma unroll
-        for (int ni = 0; ni < 4; ni++) {
-            const int col = n0 + wn * 32 + ni * 8 + 2 * (lane & 3);
+        for (int ni = 0; ni < NI; ni++) {
+            const int col = n0 + wn * NI * 8 + ni * 8 + 2 * (lane & 3);
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int t = m0 + wm * 64 + mi * 16 + (lane >> 2) + 8 * h;
@@ -363,26 +393,34 @@ static int gq_qk(int type) {
 
 extern "C" int cuda_gemm_q_supports(int type) { return gq_qk(type) != 0 && type != QT_BF16; }
 
-template <int QT, int ST> static int gq_launch_st(const void *W, const void *X, float *Y, int T, int N, int K, cudaStream_t s) {
-    const int bytes = (int)gq_smem<QT, ST>::BYTES;
-    cudaError_t ce = cudaFuncSetAttribute(gemm_q_kernel<QT, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (ce != cudaSuccess) return CUDA_KERR_LAUNCH;
+template <int QT, int ST, int BM>
+static int gq_launch_cfg(const void *W, const void *X, float *Y, int T, int N, int K, cudaStream_t s) {
+    const int bytes = (int)gq_smem<QT, ST, BM>::BYTES;
+    if (cudaFuncSetAttribute(gemm_q_kernel<QT, ST, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
+        return CUDA_KERR_LAUNCH;
     const size_t w_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS * (size_t)N;
-    dim3 grid((N + GQ_BN - 1) / GQ_BN, (T + GQ_BM - 1) / GQ_BM);
-    gemm_q_kernel<QT, ST><<<grid, GQ_THREADS, bytes, s>>>((const uint8_t *)W, (const __nv_bfloat16 *)X, Y, w_bytes, T, N, K);
+    dim3 grid((N + GQ_BN - 1) / GQ_BN, (T + BM - 1) / BM);
+    gemm_q_kernel<QT, ST, BM><<<grid, GQ_THREADS, bytes, s>>>((const uint8_t *)W, (const __nv_bfloat16 *)X, Y, w_bytes, T, N, K);
     return pf_launched();
 }
 
-/* 4 pipeline stages where the block's shared memory allows (sm_90: 227 KB), else 3 (sm_80: 163 KB);
- * Q6_K's raw spans do not fit 3 stages on sm_80: that returns CUDA_KERR_UNSUPPORTED and the caller
- * takes the two-pass path (cuda_dequant_bf16 + cuda_gemm_bf16). */
+/* The configuration: 256-token tiles where the block's shared memory allows them (sm_90: 227 KB) and they
+ * still fill the machine (at least one tile per SM), else 128-token tiles; 4 pipeline stages where they fit,
+ * else 3 (sm_80: 163 KB). Q6_K's raw spans fit no 128-token configuration on sm_80: CUDA_KERR_UNSUPPORTED,
+ * and the caller takes the two-pass path (cuda_dequant_bf16 + cuda_gemm_bf16). */
 template <int QT> static int gq_launch(const void *W, const void *X, float *Y, int T, int N, int K, cudaStream_t s) {
-    int dev = 0, optin = 0;
-    cudaError_t ce = cudaGetDevice(&dev);
-    if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (ce != cudaSuccess) return CUDA_KERR_LAUNCH;
-    if (optin >= (int)gq_smem<QT, 4>::BYTES) return gq_launch_st<QT, 4>(W, X, Y, T, N, K, s);
-    if (optin >= (int)gq_smem<QT, 3>::BYTES) return gq_launch_st<QT, 3>(W, X, Y, T, N, K, s);
+    int dev = 0, optin = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return CUDA_KERR_LAUNCH;
+    const long tiles256 = (long)((T + 255) / 256) * ((N + GQ_BN - 1) / GQ_BN);
+    if (tiles256 >= sms) {
+        if (optin >= (int)gq_smem<QT, 4, 256>::BYTES) return gq_launch_cfg<QT, 4, 256>(W, X, Y, T, N, K, s);
+        if (optin >= (int)gq_smem<QT, 3, 256>::BYTES) return gq_launch_cfg<QT, 3, 256>(W, X, Y, T, N, K, s);
+    }
+    if (optin >= (int)gq_smem<QT, 4, 128>::BYTES) return gq_launch_cfg<QT, 4, 128>(W, X, Y, T, N, K, s);
+    if (optin >= (int)gq_smem<QT, 3, 128>::BYTES) return gq_launch_cfg<QT, 3, 128>(W, X, Y, T, N, K, s);
     return CUDA_KERR_UNSUPPORTED;
 }
 
@@ -411,7 +449,7 @@ extern "C" int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, in
 }
 
 template <int QT> static int dq_launch(const void *W, uint16_t *Wd, int N, int K, cudaStream_t s) {
-    dequant_bf16_kernel<QT><<<dim3(K / GQ_BK, N), 8, 0, s>>>((const uint8_t *)W, (__nv_bfloat16 *)Wd, K);
+    dequant_bf16_kernel<QT><<<dim3((K / GQ_BK + 31) / 32, N), dim3(8, 32), 0, s>>>((const uint8_t *)W, (__nv_bfloat16 *)Wd, K);
     return pf_launched();
 }
 
