@@ -7,8 +7,8 @@
  * kpos[s] = s. Query head h reads kv head h / (Hq / Hkv). D = 64, 128 or 256.
  *
  * Mapping (fa_prefill_kernel<D, NW>): one block of NW warps per (16 NW-query tile, query head); warp w owns
- * query rows 16w..16w+15 of the tile. NW = 8 (128 queries share each K/V tile) where shared memory allows,
- * else 4 (D = 256 on sm_80). Key/value tiles of 64 rows stream through shared memory double-buffered
+ * query rows 16w..16w+15 of the tile. NW = 8 (128 queries share each K/V tile) for D = 256 where shared
+ * memory allows (sm_90), else 4. Key/value tiles of 64 rows stream through shared memory double-buffered
  * by cp.async; per tile a warp computes its 16 x 64 scores with mma.sync m16n8k16 (f16 in, f32 out),
  * masks them, updates the running max and sum in the log2 domain, turns the probabilities into f16
  * A fragments in registers (the accumulator layout of m16n8 is the A layout of m16n8k16) and accumulates
@@ -204,7 +204,10 @@ static int fa_launch(const float *q, const __half *k, const __half *v, float *ou
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
         return CUDA_KERR_LAUNCH;
-    if (optin >= (16 * 8 + 4 * FA_BKV) * D * 2) return fa_launch_nw<D, 8>(q, k, v, out, T, S, Hq, Hkv, pos0, window, scale, st);
+    /* measured on the H200: D = 256 runs 17% faster with 8 warps (one block of 8 per SM instead of one of 4);
+     * D = 128 10% slower (4-warp blocks already fit two per SM), so smaller heads keep 4 */
+    if (D >= 256 && optin >= (16 * 8 + 4 * FA_BKV) * D * 2)
+        return fa_launch_nw<D, 8>(q, k, v, out, T, S, Hq, Hkv, pos0, window, scale, st);
     return fa_launch_nw<D, 4>(q, k, v, out, T, S, Hq, Hkv, pos0, window, scale, st);
 }
 
