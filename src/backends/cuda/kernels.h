@@ -111,7 +111,9 @@ int cuda_argmax(const float *x, int32_t *ids, unsigned long long *scratch, int T
 
 /* --- prefill matrix products on tensor cores (kernels/gemm_q.cu) ---
  * Y[T][N] f32 = X[T][K] . W[N][K]^T with X bf16 [T][K] and f32 accumulation: mma.sync m16n8k16 bf16 over
- * 128 x 128 tiles of Y, weights dequantized in shared memory to bf16(to_float(w)). W in its GGUF block
+ * 256 (or 128) token x 128 row tiles of Y, weights dequantized in shared memory to bf16(to_float(w)). The
+ * tile choice never changes a bit of Y, and the two-pass path below gives the same bits; on the H200 the
+ * two-pass path is the faster one at every measured shape (docs/cuda-prefill.md). W in its GGUF block
  * layout (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), 16-byte aligned, no padding needed; X 16-byte aligned;
  * K % 64 == 0 and a multiple of the block size; N even. Any T >= 1 (a partial last tile is masked). */
 int cuda_gemm_q_supports(int type); /* 1: cuda_gemm_q takes this type */
