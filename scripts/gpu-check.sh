@@ -13,9 +13,9 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT
 for s in $steps; do
   case $s in
     check) bin cuda-check > "$OUT/check.txt" 2>&1 || rc=1 ;;
-    memcheck) LD_LIBRARY_PATH="$PWD/.devbin/lib" compute-sanitizer --tool memcheck --leak-check no \
-                .devbin/llm170 cuda-check > "$OUT/memcheck.txt" 2>&1 || rc=1 ;;
-    bench) bin cuda-check --bench --filter "${BENCH_FILTER:-bench}" > "$OUT/bench.txt" 2>&1 || rc=1 ;;
+    memcheck) LD_LIBRARY_PATH="$PWD/.devbin/lib" timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck \
+                --leak-check no .devbin/llm170 cuda-check --filter "${MEMCHECK_FILTER:- }" > "$OUT/memcheck.txt" 2>&1 || rc=1 ;;
+    bench) bin cuda-check --bench ${BENCH_FILTER:+--filter "$BENCH_FILTER"} > "$OUT/bench.txt" 2>&1 || rc=1 ;;
     *) echo "gpu-check: unknown step $s"; rc=2 ;;
   esac
 done
@@ -24,5 +24,5 @@ for f in check memcheck bench; do
   [ -f "$OUT/$f.txt" ] || continue
   echo "== $f"; grep -E "FAIL|ERR|ERROR SUMMARY|cuda-check:" "$OUT/$f.txt" | head -40
 done
-[ -f "$OUT/bench.txt" ] && grep -E "^gemv" "$OUT/bench.txt" | awk '{print $1, $2, $3, $4, $5, $(NF-2), $(NF-1), $NF}' | head -60
+[ -f "$OUT/bench.txt" ] && grep -E "^(gemv +[a-z0-9_]+ K(4096|14336|896) |attn_decode|gdn_step|rms_norm_q8)" "$OUT/bench.txt" | cut -c1-118
 exit $rc

@@ -1,7 +1,262 @@
-/* check_decode: conformance cases of the decode kernels (see cuda_check.h). */
+/* check_decode: the table of decode conformance cases (see cuda_check.h): every variant of every decode
+ * kernel, small awkward shapes for correctness (K2816: 88 units, not a multiple of 32 lanes; N263: not a
+ * multiple of the row tiles) and the real decode shapes that the benchmark times (Llama-3 8B:
+ * 4096x4096, 4096x14336, 14336x4096, output head 4096x128256; Qwen2.5-0.5B: 896x4864, head 896x151936).
+ * The case bodies and their error models are in check_gemv.c, check_ops.c, check_attn.c, check_gdn.c
+ * and check_select.c. Generated-looking on purpose: one line per variant. */
 #include <stddef.h>
 
-#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/check_decode.h"
 
-const cuda_check_case cuda_check_decode_cases[] = {{NULL, NULL, NULL}};
-const int cuda_check_decode_n = 0;
+static int q8_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_q8_1(1, 4096, false, s, b, r, e); }
+static int q8_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_q8_1(8, 14336, false, s, b, r, e); }
+static int q8_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_q8_1(1, 4096, true, s, b, r, e); }
+static int q8_d(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_q8_1(5, 2880, true, s, b, r, e); }
+static int gv_q4_0_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 1, s, b, r, e); }
+static int gv_q4_0_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 2, s, b, r, e); }
+static int gv_q4_0_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 3, s, b, r, e); }
+static int gv_q4_0_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 4, s, b, r, e); }
+static int gv_q4_0_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 5, s, b, r, e); }
+static int gv_q4_0_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 6, s, b, r, e); }
+static int gv_q4_0_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 7, s, b, r, e); }
+static int gv_q4_0_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 8, s, b, r, e); }
+static int gv_q4_1_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 1, s, b, r, e); }
+static int gv_q4_1_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 2, s, b, r, e); }
+static int gv_q4_1_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 3, s, b, r, e); }
+static int gv_q4_1_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 4, s, b, r, e); }
+static int gv_q4_1_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 5, s, b, r, e); }
+static int gv_q4_1_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 6, s, b, r, e); }
+static int gv_q4_1_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 7, s, b, r, e); }
+static int gv_q4_1_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 8, s, b, r, e); }
+static int gv_q5_0_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 1, s, b, r, e); }
+static int gv_q5_0_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 2, s, b, r, e); }
+static int gv_q5_0_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 3, s, b, r, e); }
+static int gv_q5_0_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 4, s, b, r, e); }
+static int gv_q5_0_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 5, s, b, r, e); }
+static int gv_q5_0_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 6, s, b, r, e); }
+static int gv_q5_0_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 7, s, b, r, e); }
+static int gv_q5_0_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 8, s, b, r, e); }
+static int gv_q8_0_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 1, s, b, r, e); }
+static int gv_q8_0_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 2, s, b, r, e); }
+static int gv_q8_0_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 3, s, b, r, e); }
+static int gv_q8_0_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 4, s, b, r, e); }
+static int gv_q8_0_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 5, s, b, r, e); }
+static int gv_q8_0_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 6, s, b, r, e); }
+static int gv_q8_0_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 7, s, b, r, e); }
+static int gv_q8_0_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 8, s, b, r, e); }
+static int gv_q4_k_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 1, s, b, r, e); }
+static int gv_q4_k_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 2, s, b, r, e); }
+static int gv_q4_k_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 3, s, b, r, e); }
+static int gv_q4_k_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 4, s, b, r, e); }
+static int gv_q4_k_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 5, s, b, r, e); }
+static int gv_q4_k_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 6, s, b, r, e); }
+static int gv_q4_k_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 7, s, b, r, e); }
+static int gv_q4_k_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 8, s, b, r, e); }
+static int gv_q5_k_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 1, s, b, r, e); }
+static int gv_q5_k_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 2, s, b, r, e); }
+static int gv_q5_k_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 3, s, b, r, e); }
+static int gv_q5_k_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 4, s, b, r, e); }
+static int gv_q5_k_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 5, s, b, r, e); }
+static int gv_q5_k_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 6, s, b, r, e); }
+static int gv_q5_k_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 7, s, b, r, e); }
+static int gv_q5_k_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 8, s, b, r, e); }
+static int gv_q6_k_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 1, s, b, r, e); }
+static int gv_q6_k_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 2, s, b, r, e); }
+static int gv_q6_k_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 3, s, b, r, e); }
+static int gv_q6_k_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 4, s, b, r, e); }
+static int gv_q6_k_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 5, s, b, r, e); }
+static int gv_q6_k_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 6, s, b, r, e); }
+static int gv_q6_k_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 7, s, b, r, e); }
+static int gv_q6_k_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 8, s, b, r, e); }
+static int gvb_q4_0_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 4096, 4096, 1, s, b, r, e); }
+static int gvb_q4_0_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 14336, 4096, 1, s, b, r, e); }
+static int gvb_q4_0_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 4096, 14336, 1, s, b, r, e); }
+static int gvb_q4_0_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 14336, 4096, 8, s, b, r, e); }
+static int gvb_q4_0_896_4864_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 4864, 896, 1, s, b, r, e); }
+static int gvb_q4_0_896_151936_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 151936, 896, 1, s, b, r, e); }
+static int gvb_q4_1_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 4096, 4096, 1, s, b, r, e); }
+static int gvb_q4_1_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 14336, 4096, 1, s, b, r, e); }
+static int gvb_q4_1_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 4096, 14336, 1, s, b, r, e); }
+static int gvb_q4_1_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 14336, 4096, 8, s, b, r, e); }
+static int gvb_q4_1_896_4864_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 4864, 896, 1, s, b, r, e); }
+static int gvb_q4_1_896_151936_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 151936, 896, 1, s, b, r, e); }
+static int gvb_q5_0_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 4096, 4096, 1, s, b, r, e); }
+static int gvb_q5_0_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 14336, 4096, 1, s, b, r, e); }
+static int gvb_q5_0_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 4096, 14336, 1, s, b, r, e); }
+static int gvb_q5_0_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 14336, 4096, 8, s, b, r, e); }
+static int gvb_q5_0_896_4864_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 4864, 896, 1, s, b, r, e); }
+static int gvb_q5_0_896_151936_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 151936, 896, 1, s, b, r, e); }
+static int gvb_q8_0_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 4096, 4096, 1, s, b, r, e); }
+static int gvb_q8_0_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 14336, 4096, 1, s, b, r, e); }
+static int gvb_q8_0_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 4096, 14336, 1, s, b, r, e); }
+static int gvb_q8_0_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 14336, 4096, 8, s, b, r, e); }
+static int gvb_q8_0_896_4864_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 4864, 896, 1, s, b, r, e); }
+static int gvb_q8_0_896_151936_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 151936, 896, 1, s, b, r, e); }
+static int gvb_q4_k_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 4096, 4096, 1, s, b, r, e); }
+static int gvb_q4_k_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 14336, 4096, 1, s, b, r, e); }
+static int gvb_q4_k_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 4096, 14336, 1, s, b, r, e); }
+static int gvb_q4_k_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 14336, 4096, 8, s, b, r, e); }
+static int gvb_q5_k_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 4096, 4096, 1, s, b, r, e); }
+static int gvb_q5_k_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 14336, 4096, 1, s, b, r, e); }
+static int gvb_q5_k_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 4096, 14336, 1, s, b, r, e); }
+static int gvb_q5_k_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 14336, 4096, 8, s, b, r, e); }
+static int gvb_q6_k_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 4096, 4096, 1, s, b, r, e); }
+static int gvb_q6_k_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 14336, 4096, 1, s, b, r, e); }
+static int gvb_q6_k_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 4096, 14336, 1, s, b, r, e); }
+static int gvb_q6_k_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 14336, 4096, 8, s, b, r, e); }
+static int gvb_q6k_head(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 128256, 4096, 1, s, b, r, e); }
+static int rn_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rms_norm(1, 4096, true, s, b, r, e); }
+static int rn_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rms_norm(64, 128, true, s, b, r, e); }
+static int rn_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rms_norm(3, 896, false, s, b, r, e); }
+static int ew_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_eltwise(0, 14336, s, b, r, e); }
+static int ew_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_eltwise(1, 10243, s, b, r, e); }
+static int ew_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_eltwise(2, 6145, s, b, r, e); }
+static int ew_d(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_eltwise(3, 4099, s, b, r, e); }
+static int rp_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rope(2, 32, 128, 128, ROPE_NEOX, false, 32768, s, r, e); }
+static int rp_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rope(3, 24, 256, 64, ROPE_NEOX, false, 32768, s, r, e); }
+static int rp_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rope(3, 32, 128, 128, ROPE_NORM, true, 32768, s, r, e); }
+static int rp_d(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rope(1, 8, 64, 32, ROPE_NORM, false, 4096, s, r, e); }
+static int at_0(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(1024, 1000, 32, 8, 128, 0, s, b, r, e); }
+static int at_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(4608, 4500, 24, 4, 256, 0, s, b, r, e); }
+static int at_2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(3000, 2900, 8, 4, 256, 512, s, b, r, e); }
+static int at_3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(300, 257, 14, 2, 64, 0, s, b, r, e); }
+static int at_4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(32768, 32768, 32, 8, 128, 0, s, b, r, e); }
+static int at_5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(32768, 32000, 16, 2, 256, 4096, s, b, r, e); }
+static int gd_32_tiled(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gdn(16, 32, GDN_HEADS_TILED, s, b, r, e); }
+static int gd_32_grouped(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gdn(16, 32, GDN_HEADS_GROUPED, s, b, r, e); }
+static int gd_48_tiled(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gdn(16, 48, GDN_HEADS_TILED, s, b, r, e); }
+static int gd_48_grouped(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gdn(16, 48, GDN_HEADS_GROUPED, s, b, r, e); }
+static int mr_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_moe_route(1, 256, 8, CUDA_MOE_SOFTMAX, 1, s, r, e); }
+static int mr_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_moe_route(4, 128, 8, CUDA_MOE_SOFTMAX, 1, s, r, e); }
+static int mr_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_moe_route(2, 64, 6, CUDA_MOE_SIGMOID, 0, s, r, e); }
+static int am_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_argmax(1, 151936, s, b, r, e); }
+static int am_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_argmax(4, 262144, s, b, r, e); }
+static int am_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_argmax(3, 32000, s, b, r, e); }
+
+const cuda_check_case cuda_check_decode_cases[] = {
+    {"quantize_q8_1", "T1 K4096", q8_a},
+    {"quantize_q8_1", "T8 K14336", q8_b},
+    {"rms_norm_q8_1", "T1 K4096", q8_c},
+    {"rms_norm_q8_1", "T5 K2880", q8_d},
+    {"gemv", "q4_0 K2816 N263 T1", gv_q4_0_t1},
+    {"gemv", "q4_0 K2816 N263 T2", gv_q4_0_t2},
+    {"gemv", "q4_0 K2816 N263 T3", gv_q4_0_t3},
+    {"gemv", "q4_0 K2816 N263 T4", gv_q4_0_t4},
+    {"gemv", "q4_0 K2816 N263 T5", gv_q4_0_t5},
+    {"gemv", "q4_0 K2816 N263 T6", gv_q4_0_t6},
+    {"gemv", "q4_0 K2816 N263 T7", gv_q4_0_t7},
+    {"gemv", "q4_0 K2816 N263 T8", gv_q4_0_t8},
+    {"gemv", "q4_1 K2816 N263 T1", gv_q4_1_t1},
+    {"gemv", "q4_1 K2816 N263 T2", gv_q4_1_t2},
+    {"gemv", "q4_1 K2816 N263 T3", gv_q4_1_t3},
+    {"gemv", "q4_1 K2816 N263 T4", gv_q4_1_t4},
+    {"gemv", "q4_1 K2816 N263 T5", gv_q4_1_t5},
+    {"gemv", "q4_1 K2816 N263 T6", gv_q4_1_t6},
+    {"gemv", "q4_1 K2816 N263 T7", gv_q4_1_t7},
+    {"gemv", "q4_1 K2816 N263 T8", gv_q4_1_t8},
+    {"gemv", "q5_0 K2816 N263 T1", gv_q5_0_t1},
+    {"gemv", "q5_0 K2816 N263 T2", gv_q5_0_t2},
+    {"gemv", "q5_0 K2816 N263 T3", gv_q5_0_t3},
+    {"gemv", "q5_0 K2816 N263 T4", gv_q5_0_t4},
+    {"gemv", "q5_0 K2816 N263 T5", gv_q5_0_t5},
+    {"gemv", "q5_0 K2816 N263 T6", gv_q5_0_t6},
+    {"gemv", "q5_0 K2816 N263 T7", gv_q5_0_t7},
+    {"gemv", "q5_0 K2816 N263 T8", gv_q5_0_t8},
+    {"gemv", "q8_0 K2816 N263 T1", gv_q8_0_t1},
+    {"gemv", "q8_0 K2816 N263 T2", gv_q8_0_t2},
+    {"gemv", "q8_0 K2816 N263 T3", gv_q8_0_t3},
+    {"gemv", "q8_0 K2816 N263 T4", gv_q8_0_t4},
+    {"gemv", "q8_0 K2816 N263 T5", gv_q8_0_t5},
+    {"gemv", "q8_0 K2816 N263 T6", gv_q8_0_t6},
+    {"gemv", "q8_0 K2816 N263 T7", gv_q8_0_t7},
+    {"gemv", "q8_0 K2816 N263 T8", gv_q8_0_t8},
+    {"gemv", "q4_k K2816 N263 T1", gv_q4_k_t1},
+    {"gemv", "q4_k K2816 N263 T2", gv_q4_k_t2},
+    {"gemv", "q4_k K2816 N263 T3", gv_q4_k_t3},
+    {"gemv", "q4_k K2816 N263 T4", gv_q4_k_t4},
+    {"gemv", "q4_k K2816 N263 T5", gv_q4_k_t5},
+    {"gemv", "q4_k K2816 N263 T6", gv_q4_k_t6},
+    {"gemv", "q4_k K2816 N263 T7", gv_q4_k_t7},
+    {"gemv", "q4_k K2816 N263 T8", gv_q4_k_t8},
+    {"gemv", "q5_k K2816 N263 T1", gv_q5_k_t1},
+    {"gemv", "q5_k K2816 N263 T2", gv_q5_k_t2},
+    {"gemv", "q5_k K2816 N263 T3", gv_q5_k_t3},
+    {"gemv", "q5_k K2816 N263 T4", gv_q5_k_t4},
+    {"gemv", "q5_k K2816 N263 T5", gv_q5_k_t5},
+    {"gemv", "q5_k K2816 N263 T6", gv_q5_k_t6},
+    {"gemv", "q5_k K2816 N263 T7", gv_q5_k_t7},
+    {"gemv", "q5_k K2816 N263 T8", gv_q5_k_t8},
+    {"gemv", "q6_k K2816 N263 T1", gv_q6_k_t1},
+    {"gemv", "q6_k K2816 N263 T2", gv_q6_k_t2},
+    {"gemv", "q6_k K2816 N263 T3", gv_q6_k_t3},
+    {"gemv", "q6_k K2816 N263 T4", gv_q6_k_t4},
+    {"gemv", "q6_k K2816 N263 T5", gv_q6_k_t5},
+    {"gemv", "q6_k K2816 N263 T6", gv_q6_k_t6},
+    {"gemv", "q6_k K2816 N263 T7", gv_q6_k_t7},
+    {"gemv", "q6_k K2816 N263 T8", gv_q6_k_t8},
+    {"gemv", "q4_0 K4096 N4096 T1", gvb_q4_0_4096_4096_1},
+    {"gemv", "q4_0 K4096 N14336 T1", gvb_q4_0_4096_14336_1},
+    {"gemv", "q4_0 K14336 N4096 T1", gvb_q4_0_14336_4096_1},
+    {"gemv", "q4_0 K4096 N14336 T8", gvb_q4_0_4096_14336_8},
+    {"gemv", "q4_0 K896 N4864 T1", gvb_q4_0_896_4864_1},
+    {"gemv", "q4_0 K896 N151936 T1", gvb_q4_0_896_151936_1},
+    {"gemv", "q4_1 K4096 N4096 T1", gvb_q4_1_4096_4096_1},
+    {"gemv", "q4_1 K4096 N14336 T1", gvb_q4_1_4096_14336_1},
+    {"gemv", "q4_1 K14336 N4096 T1", gvb_q4_1_14336_4096_1},
+    {"gemv", "q4_1 K4096 N14336 T8", gvb_q4_1_4096_14336_8},
+    {"gemv", "q4_1 K896 N4864 T1", gvb_q4_1_896_4864_1},
+    {"gemv", "q4_1 K896 N151936 T1", gvb_q4_1_896_151936_1},
+    {"gemv", "q5_0 K4096 N4096 T1", gvb_q5_0_4096_4096_1},
+    {"gemv", "q5_0 K4096 N14336 T1", gvb_q5_0_4096_14336_1},
+    {"gemv", "q5_0 K14336 N4096 T1", gvb_q5_0_14336_4096_1},
+    {"gemv", "q5_0 K4096 N14336 T8", gvb_q5_0_4096_14336_8},
+    {"gemv", "q5_0 K896 N4864 T1", gvb_q5_0_896_4864_1},
+    {"gemv", "q5_0 K896 N151936 T1", gvb_q5_0_896_151936_1},
+    {"gemv", "q8_0 K4096 N4096 T1", gvb_q8_0_4096_4096_1},
+    {"gemv", "q8_0 K4096 N14336 T1", gvb_q8_0_4096_14336_1},
+    {"gemv", "q8_0 K14336 N4096 T1", gvb_q8_0_14336_4096_1},
+    {"gemv", "q8_0 K4096 N14336 T8", gvb_q8_0_4096_14336_8},
+    {"gemv", "q8_0 K896 N4864 T1", gvb_q8_0_896_4864_1},
+    {"gemv", "q8_0 K896 N151936 T1", gvb_q8_0_896_151936_1},
+    {"gemv", "q4_k K4096 N4096 T1", gvb_q4_k_4096_4096_1},
+    {"gemv", "q4_k K4096 N14336 T1", gvb_q4_k_4096_14336_1},
+    {"gemv", "q4_k K14336 N4096 T1", gvb_q4_k_14336_4096_1},
+    {"gemv", "q4_k K4096 N14336 T8", gvb_q4_k_4096_14336_8},
+    {"gemv", "q5_k K4096 N4096 T1", gvb_q5_k_4096_4096_1},
+    {"gemv", "q5_k K4096 N14336 T1", gvb_q5_k_4096_14336_1},
+    {"gemv", "q5_k K14336 N4096 T1", gvb_q5_k_14336_4096_1},
+    {"gemv", "q5_k K4096 N14336 T8", gvb_q5_k_4096_14336_8},
+    {"gemv", "q6_k K4096 N4096 T1", gvb_q6_k_4096_4096_1},
+    {"gemv", "q6_k K4096 N14336 T1", gvb_q6_k_4096_14336_1},
+    {"gemv", "q6_k K14336 N4096 T1", gvb_q6_k_14336_4096_1},
+    {"gemv", "q6_k K4096 N14336 T8", gvb_q6_k_4096_14336_8},
+    {"gemv", "q6_k K4096 N128256 T1", gvb_q6k_head},
+    {"rms_norm", "R1 C4096 w", rn_a},
+    {"rms_norm", "R64 C128 w (heads)", rn_b},
+    {"rms_norm", "R3 C896 no w", rn_c},
+    {"swiglu", "n14336", ew_a},
+    {"geglu", "n10243", ew_b},
+    {"sigmoid_mul", "n6145", ew_c},
+    {"add", "n4099", ew_d},
+    {"rope", "neox T2 H32 D128 n_rot128", rp_a},
+    {"rope", "neox T3 H24 D256 n_rot64 (partial)", rp_b},
+    {"rope", "norm T3 H32 D128 factors", rp_c},
+    {"rope", "norm T1 H8 D64 n_rot32 (partial)", rp_d},
+    {"attn_decode", "S1000/1024 Hq32 Hkv8 D128", at_0},
+    {"attn_decode", "S4500/4608 Hq24 Hkv4 D256", at_1},
+    {"attn_decode", "S2900/3000 Hq8 Hkv4 D256 win512", at_2},
+    {"attn_decode", "S257/300 Hq14 Hkv2 D64", at_3},
+    {"attn_decode", "S32768/32768 Hq32 Hkv8 D128", at_4},
+    {"attn_decode", "S32000/32768 Hq16 Hkv2 D256 win4096", at_5},
+    {"gdn_step", "Hk16 Hv32 D128 tiled", gd_32_tiled},
+    {"gdn_step", "Hk16 Hv32 D128 grouped", gd_32_grouped},
+    {"gdn_step", "Hk16 Hv48 D128 tiled", gd_48_tiled},
+    {"gdn_step", "Hk16 Hv48 D128 grouped", gd_48_grouped},
+    {"moe_route", "T1 E256 K8 softmax renorm", mr_a},
+    {"moe_route", "T4 E128 K8 softmax renorm", mr_b},
+    {"moe_route", "T2 E64 K6 sigmoid", mr_c},
+    {"argmax", "T1 V151936", am_a},
+    {"argmax", "T4 V262144", am_b},
+    {"argmax", "T3 V32000", am_c},
+};
+const int cuda_check_decode_n = (int)(sizeof cuda_check_decode_cases / sizeof cuda_check_decode_cases[0]);

@@ -90,6 +90,7 @@ typedef struct cuda_gdn_args {
     const float *norm_w;  /* [Dv] ssm_norm */
     float *S;             /* [Hv][Dk][Dv] state, updated in place */
     float *o;             /* [Hv][Dv] out */
+    unsigned int *sync;   /* [Hv] counters: zero before the first call; the kernel leaves them zero */
     int Hk, Hv, Dk, Dv, Kc;
     enum gdn_head_map map;
     float eps;

@@ -1,0 +1,27 @@
+/* check_decode: the decode conformance case bodies (check_gemv.c, check_ops.c, check_attn.c, check_gdn.c,
+ * check_select.c); check_decode.c lists their variants in cuda_check_decode_cases. Each returns 0 with
+ * res filled (max_err and tol as described at its definition), or an error code with e set. */
+#ifndef LLM170_BACKENDS_CUDA_CHECK_DECODE_H
+#define LLM170_BACKENDS_CUDA_CHECK_DECODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels.h"
+
+void check_ref_q8_1(const float *x, int8_t *q, float *ds, int K);
+int check_q8_1(int T, int K, bool norm, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+int check_rms_norm(int R, int C, bool weighted, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+int check_eltwise(int op, int64_t n, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+int check_rope(int T, int H, int D, int n_rot, enum rope_mode mode, bool factors, int max_pos, uint64_t seed,
+               cuda_check_result *res, err *e);
+int check_attn(int S_max, int n_kv, int Hq, int Hkv, int D, int window, uint64_t seed, bool bench,
+               cuda_check_result *res, err *e);
+int check_gdn(int Hk, int Hv, enum gdn_head_map map, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+int check_moe_route(int T, int E, int K, enum cuda_moe_gating gating, int renorm, uint64_t seed,
+                    cuda_check_result *res, err *e);
+int check_argmax(int T, int V, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+
+#endif

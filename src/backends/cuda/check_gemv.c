@@ -1,0 +1,282 @@
+/* check_gemv: conformance cases of the q8_1 quantizer (kernels/quantize.cu) and the quantized GEMV
+ * (kernels/gemv.cu).
+ *   covers: k_quantize_q8_1 k_gemv_q
+ *
+ * GEMV error model. The GPU computes, per output, a float sum over the K/32 units of
+ *     term_u = a_u * (dx_u * isum_u) + b_u * sx_u
+ * where isum is an exact int32 dot of the weight and activation quants. The "exact" reference evaluates
+ * the same terms in double from the same integers (the layout decoded on the host by the kernel's own
+ * gemv_unpack.h, the activations the GPU quantized, downloaded). Each term has at most 4 float roundings
+ * and a sum of m terms in any order at most (m - 1) more, each of at most 2^-24 of the running |sum|, so
+ *     |y - exact| <= (2m + 8) 2^-24 sum_u (|a dx isum| + |b sx|),   m = K/32 + 8 (lanes, warps)  [bound 1]
+ * Against the f32 product of the dequantized weights with the unquantized x (double accumulation), the
+ * activation rounding adds sum_k |w_k| |xhat_k - x_k| (xhat = dx * q, computed exactly), the f16 -> f32
+ * weight forms 2^-24 sum |w xhat|, and sx's own rounding 2^-24 sum_u |b sx|:                  [bound 2]
+ * Against the CPU's quantized dot product (quant_ops_best vec_dot, activations in the CPU's own
+ * vec_dot_type), the CPU's own activation rounding sum |w| |xhat_cpu - x| and its float accumulation
+ * (2m + 8) 2^-24 sum |w xhat_cpu| add to bound 2.                                               [bound 3]
+ * max_err is the largest |error| / bound over all outputs and all three comparisons (tol = 1); the detail
+ * gives each comparison's worst ratio and the quantizer's (which fails the case above 1). The quantizer is checked on the way: every |xhat - x| <= dx/2 (1 +
+ * 2^-20), and the plain quantizer reproduces the host reference (same float operations) bit for bit. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/check_decode.h"
+#include "backends/cuda/check_util.h"
+#include "backends/cuda/kernels.h"
+#include "backends/cuda/kernels/gemv_unpack.h"
+#include "backends/cuda/repack.h"
+#include "quant/quant.h"
+
+#define U24 0x1p-24
+
+/* host reference of the q8_1 quantizer: the kernel's float operations, in the same order */
+void check_ref_q8_1(const float *x, int8_t *q, float *ds, int K) {
+    for (int u = 0; u < K / 32; u++) {
+        const float *xu = x + u * 32;
+        float amax = 0;
+        for (int i = 0; i < 32; i++) amax = fabsf(xu[i]) > amax ? fabsf(xu[i]) : amax;
+        float d = amax / 127.0f, id = amax != 0.0f ? 1.0f / d : 0.0f;
+        int s = 0;
+        for (int i = 0; i < 32; i++) {
+            q[u * 32 + i] = (int8_t)(int)roundf(xu[i] * id);
+            s += q[u * 32 + i];
+        }
+        ds[2 * u] = d;
+        ds[2 * u + 1] = d * (float)s;
+    }
+}
+
+/* every |dx * q - x| <= dx / 2 (1 + 2^-20) (round to nearest of x / dx, and x * (1/d)'s two roundings) */
+static double q8_1_worst(const float *x, const int8_t *q, const float *ds, int64_t n) {
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double dx = ds[2 * (i / 32)], d = fabs(dx * q[i] - x[i]), b = dx / 2 * (1 + 0x1p-20) + 1e-30;
+        worst = fmax(worst, d / b);
+    }
+    return worst;
+}
+
+typedef struct gemv_bench {
+    cuda_qmat W[16];
+    const int8_t *xq;
+    const float *ds;
+    float *y;
+    int T;
+} gemv_bench;
+
+static int gemv_launch(void *ctx, int i, cudaStream_t s) {
+    gemv_bench *b = ctx;
+    return cuda_gemv_q(&b->W[i], b->xq, b->ds, b->y, b->T, s) ? ERR_IO : 0;
+}
+
+/* the three references for output (n, t); see the header comment */
+typedef struct gemv_refs { double exact, b1, f32, b2, cpu, b3; } gemv_refs;
+
+int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, cuda_check_result *res, err *e) {
+    const qtype_info *ti = qtype_get(type);
+    const quant_ops *ops = quant_ops_get(type, QUANT_ISA_SCALAR);
+    quant_ops best = quant_ops_best(type);
+    const quant_ops *aops = quant_ops_get(best.vec_dot_type, QUANT_ISA_SCALAR);
+    const qtype_info *ati = qtype_get(best.vec_dot_type);
+    size_t row_bytes = (size_t)(K / ti->blck) * ti->type_size, arow = (size_t)(K / ati->blck) * ati->type_size;
+    size_t nq, nh, nm;
+    int rc = cuda_repack_sizes(type, N, K, &nq, &nh, &nm, e);
+    if (rc) return rc;
+    int U = K / 32, G = gemv_meta_group(type) / 32;
+    dpool dp = {0};
+    uint8_t *src = hmalloc(row_bytes * (size_t)N, e), *qs = hmalloc(nq, e), *hi = hmalloc(nh, e), *meta = hmalloc(nm, e);
+    float *x = hmalloc(sizeof(float) * (size_t)T * K, e), *y = hmalloc(sizeof(float) * (size_t)T * N, e);
+    float *w = hmalloc(sizeof(float) * (size_t)K, e), *ds = hmalloc(sizeof(float) * (size_t)T * U * 2, e);
+    float *xc = hmalloc(sizeof(float) * (size_t)T * K, e);
+    int8_t *xq = hmalloc((size_t)T * K, e);
+    uint8_t *xcq = hmalloc(arow * (size_t)T, e);
+    int32_t *lanes = hmalloc(sizeof(int32_t) * (size_t)K, e);
+    gemv_scale *scl = hmalloc(sizeof(gemv_scale) * (size_t)U, e);
+    if (!src || !qs || !hi || !meta || !x || !y || !w || !ds || !xc || !xq || !xcq || !lanes || !scl) {
+        rc = ERR_NOMEM;
+        goto done;
+    }
+    rng r;
+    rng_seed(&r, seed);
+    quant_random_blocks(type, src, (int64_t)N * (K / ti->blck), 0.02f, &r);
+    fill_normal(&r, x, (int64_t)T * K, 1.0f);
+    if ((rc = cuda_repack(type, src, N, K, qs, hi, meta, e))) goto done;
+    gemv_bench b = {.T = T};
+    int copies = bench ? bench_copies(nq + nh + nm) : 1;
+    for (int c = 0; c < copies; c++) {
+        b.W[c] = (cuda_qmat){.type = type, .N = N, .K = K};
+        if (!(b.W[c].qs = dpool_up(&dp, qs, nq, e)) || (nh && !(b.W[c].hi = dpool_up(&dp, hi, nh, e))) ||
+            !(b.W[c].meta = dpool_up(&dp, meta, nm, e))) {
+            rc = e->code;
+            goto done;
+        }
+    }
+    float *dx = dpool_up(&dp, x, sizeof(float) * (size_t)T * K, e), *dds = dpool_alloc(&dp, sizeof(float) * (size_t)T * U * 2, e);
+    int8_t *dxq = dpool_alloc(&dp, (size_t)T * K, e);
+    float *dy = dpool_alloc(&dp, sizeof(float) * (size_t)T * N, e);
+    if (!dx || !dds || !dxq || !dy) {
+        rc = e->code;
+        goto done;
+    }
+    b.xq = dxq, b.ds = dds, b.y = dy;
+    if ((rc = kcheck(cuda_quantize_q8_1(dx, dxq, dds, T, K, 0), e, "cuda_quantize_q8_1")) ||
+        (rc = kcheck(cuda_gemv_q(&b.W[0], dxq, dds, dy, T, 0), e, "cuda_gemv_q")) ||
+        (rc = cu_download(y, dy, sizeof(float) * (size_t)T * N, e)) ||
+        (rc = cu_download(xq, dxq, (size_t)T * K, e)) || (rc = cu_download(ds, dds, sizeof(float) * (size_t)T * U * 2, e)))
+        goto done;
+    double qworst = q8_1_worst(x, xq, ds, (int64_t)T * K);
+    /* the CPU's activations in its own vec_dot type, and their dequantized values */
+    for (int t = 0; t < T; t++) {
+        aops->from_float(x + (size_t)t * K, xcq + (size_t)t * arow, K);
+        aops->to_float(xcq + (size_t)t * arow, xc + (size_t)t * K, K);
+    }
+    tally t1, t2, t3;
+    tally_init(&t1), tally_init(&t2), tally_init(&t3);
+    for (int n = 0; n < N; n++) {
+        const uint8_t *row = src + (size_t)n * row_bytes;
+        ops->to_float(row, w, K);
+        for (int u = 0; u < U; u++) { /* the row's lanes and scales through the kernel's decoder */
+            uint32_t q[8], h[2] = {0, 0}, v[8];
+            memcpy(q, qs + ((size_t)n * U + u) * gemv_qs_bytes(type), (size_t)gemv_qs_bytes(type));
+            if (nh) memcpy(h, hi + ((size_t)n * U + u) * gemv_hi_bytes(type), (size_t)gemv_hi_bytes(type));
+            gemv_unpack_unit(type, q, h, v);
+            for (int i = 0; i < 32; i++) lanes[u * 32 + i] = (int8_t)(v[i / 4] >> (8 * (i % 4)));
+            scl[u] = gemv_unit_scale(type, meta + ((size_t)n * (U / G) + u / G) * gemv_meta_bytes(type), u % G);
+        }
+        for (int t = 0; t < T; t++) {
+            const int8_t *xqt = xq + (size_t)t * K;
+            const float *dst = ds + (size_t)t * U * 2, *xt = x + (size_t)t * K, *xct = xc + (size_t)t * K;
+            double ex = 0, ab = 0, bab = 0, f32 = 0, qerr = 0, wx = 0, cerr = 0, cwx = 0;
+            for (int u = 0; u < U; u++) {
+                int64_t lo = 0, hi_ = 0;
+                for (int i = 0; i < 16; i++) lo += (int64_t)lanes[u * 32 + i] * xqt[u * 32 + i];
+                for (int i = 16; i < 32; i++) hi_ += (int64_t)lanes[u * 32 + i] * xqt[u * 32 + i];
+                double isum = (double)(scl[u].sc0 * lo + scl[u].sc1 * hi_);
+                double p1 = (double)scl[u].a * ((double)dst[2 * u] * isum), p2 = (double)scl[u].b * dst[2 * u + 1];
+                ex += p1 + p2;
+                ab += fabs(p1) + fabs(p2);
+                bab += fabs(p2);
+            }
+            for (int k = 0; k < K; k++) {
+                double xh = (double)ds[(size_t)t * U * 2 + 2 * (k / 32)] * xqt[k];
+                f32 += (double)w[k] * xt[k];
+                qerr += fabs((double)w[k]) * fabs(xh - xt[k]);
+                wx += fabs((double)w[k] * xh);
+                cerr += fabs((double)w[k]) * fabs((double)xct[k] - xt[k]);
+                cwx += fabs((double)w[k] * xct[k]);
+            }
+            float cpu;
+            best.vec_dot(K, &cpu, row, xcq + (size_t)t * arow);
+            double m = U + 8;
+            double b1 = (2 * m + 8) * U24 * ab + 1e-30;
+            double b2 = b1 + qerr + U24 * wx + U24 * bab;
+            double b3 = b2 + cerr + (2 * m + 8) * U24 * cwx;
+            double got = y[(size_t)t * N + n];
+            int64_t at = (int64_t)t * N + n;
+            tally_note(&t1, at, got, ex, b1);
+            tally_note(&t2, at, got, f32, b2);
+            tally_note(&t3, at, got, cpu, b3);
+        }
+    }
+    res->tol = 1.0;
+    /* the quantizer's rounding reaches its half-step bound by design (ratio ~1.00): it passes or fails the
+     * case but is shown in the detail only, so the column shows the GEMV's own margin */
+    res->max_err = fmax(fmax(t1.worst, t2.worst), fmax(t3.worst, qworst > 1 ? INFINITY : 0));
+    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f%s", t1.worst,
+             t2.worst, ati->name, t3.worst, qworst, t1.worst > 1 ? " (exact-int worst at t*N+n shown first)" : "");
+    if (t1.worst > 1)
+        fprintf(stderr, "gemv %s: output %lld = %.9g, exact %.9g\n", ti->name, (long long)t1.at, t1.got, t1.want);
+    if (bench) {
+        double us;
+        if ((rc = cu_time(gemv_launch, &b, copies, &us, e))) goto done;
+        double bytes = (double)(nq + nh + nm) + (double)T * K * 1.25 + (double)T * N * 4;
+        res->us = us;
+        res->gbps = bytes / us * 1e-3;
+    }
+done:
+    dpool_free(&dp);
+    free(src), free(qs), free(hi), free(meta), free(x), free(y), free(w), free(ds), free(xc), free(xq), free(xcq);
+    free(lanes), free(scl);
+    return rc;
+}
+
+typedef struct q8_bench { const float *x, *w; int8_t *xq; float *ds; int T, K; bool norm; } q8_bench;
+
+static int q8_launch(void *ctx, int i, cudaStream_t s) {
+    (void)i;
+    q8_bench *b = ctx;
+    int st = b->norm ? cuda_rms_norm_q8_1(b->x, b->w, 1e-6f, b->xq, b->ds, NULL, b->T, b->K, s)
+                     : cuda_quantize_q8_1(b->x, b->xq, b->ds, b->T, b->K, s);
+    return st ? ERR_IO : 0;
+}
+
+/* The quantizer alone. Plain: bit-identical to check_ref_q8_1 (max_err counts differing values + scales).
+ * Fused with rms_norm: the normalised row h differs from ref_rms_norm by float rounding only (sum of
+ * squares in float over K terms: relative K 2^-24 on the scale, plus two products: 3 2^-24), so every
+ * |dx q - h_ref| <= dx / 2 (1 + 2^-20) + (K + 3) 2^-24 |h_ref|, and y (the f32 h) is within
+ * (K + 3) 2^-24 |h_ref|. max_err in units of those bounds. */
+int check_q8_1(int T, int K, bool norm, uint64_t seed, bool bench, cuda_check_result *res, err *e) {
+    dpool dp = {0};
+    int rc = 0, U = K / 32;
+    float *x = hmalloc(sizeof(float) * (size_t)T * K, e), *w = hmalloc(sizeof(float) * (size_t)K, e);
+    float *h = hmalloc(sizeof(float) * (size_t)T * K, e), *y = hmalloc(sizeof(float) * (size_t)T * K, e);
+    float *ds = hmalloc(sizeof(float) * (size_t)T * U * 2, e), *rds = hmalloc(sizeof(float) * (size_t)T * U * 2, e);
+    int8_t *q = hmalloc((size_t)T * K, e), *rq = hmalloc((size_t)T * K, e);
+    if (!x || !w || !h || !y || !ds || !rds || !q || !rq) {
+        rc = ERR_NOMEM;
+        goto done;
+    }
+    rng r;
+    rng_seed(&r, seed);
+    fill_normal(&r, x, (int64_t)T * K, 3.0f);
+    fill_uniform(&r, w, K, 0.5f, 1.5f);
+    for (int i = 0; i < K; i += 97) x[i] *= 40.0f; /* outliers: units with a large amax */
+    float *dx = dpool_up(&dp, x, sizeof(float) * (size_t)T * K, e), *dw = dpool_up(&dp, w, sizeof(float) * (size_t)K, e);
+    float *dds = dpool_alloc(&dp, sizeof(float) * (size_t)T * U * 2, e), *dy = dpool_alloc(&dp, sizeof(float) * (size_t)T * K, e);
+    int8_t *dq = dpool_alloc(&dp, (size_t)T * K, e);
+    if (!dx || !dw || !dds || !dy || !dq) {
+        rc = e->code;
+        goto done;
+    }
+    if (norm) rc = kcheck(cuda_rms_norm_q8_1(dx, dw, 1e-6f, dq, dds, dy, T, K, 0), e, "cuda_rms_norm_q8_1");
+    else rc = kcheck(cuda_quantize_q8_1(dx, dq, dds, T, K, 0), e, "cuda_quantize_q8_1");
+    if (rc || (rc = cu_download(q, dq, (size_t)T * K, e)) ||
+        (rc = cu_download(ds, dds, sizeof(float) * (size_t)T * U * 2, e)) ||
+        (norm && (rc = cu_download(y, dy, sizeof(float) * (size_t)T * K, e))))
+        goto done;
+    if (!norm) {
+        int64_t bad = 0;
+        for (int t = 0; t < T; t++) check_ref_q8_1(x + (size_t)t * K, rq + (size_t)t * K, rds + (size_t)t * U * 2, K);
+        for (int64_t i = 0; i < (int64_t)T * K; i++) bad += q[i] != rq[i];
+        for (int64_t i = 0; i < (int64_t)T * U * 2; i++) bad += memcmp(&ds[i], &rds[i], 4) != 0;
+        res->max_err = (double)bad;
+        res->tol = 0;
+        snprintf(res->detail, sizeof res->detail, "values and scales differing from the host quantizer");
+    } else {
+        ref_rms_norm(x, w, h, T, K, 1e-6f);
+        tally tq, ty;
+        tally_init(&tq), tally_init(&ty);
+        for (int64_t i = 0; i < (int64_t)T * K; i++) {
+            double dxu = ds[2 * (i / 32)], rel = (K + 3) * U24 * fabs(h[i]) + 1e-30;
+            tally_note(&tq, i, dxu * q[i], h[i], dxu / 2 * (1 + 0x1p-20) + rel);
+            tally_note(&ty, i, y[i], h[i], rel);
+        }
+        res->max_err = fmax(tq.worst, ty.worst);
+        res->tol = 1.0;
+        snprintf(res->detail, sizeof res->detail, "/bound: xhat %.2g, y %.2g", tq.worst, ty.worst);
+    }
+    if (bench) {
+        q8_bench b = {dx, dw, dq, dds, T, K, norm};
+        double us;
+        if ((rc = cu_time(q8_launch, &b, 1, &us, e))) goto done;
+        res->us = us;
+        res->gbps = (double)T * K * (4 + 1 + 0.25 + (norm ? 4 : 0)) / us * 1e-3;
+    }
+done:
+    dpool_free(&dp);
+    free(x), free(w), free(h), free(y), free(ds), free(rds), free(q), free(rq);
+    return rc;
+}

@@ -1,0 +1,174 @@
+/* check_ops: conformance cases of the small decode ops: rms_norm (kernels/norm.cu), the element-wise
+ * gates and residual add (kernels/eltwise.cu) and RoPE (kernels/rope.cu), against engine/ops_ref.h.
+ *   covers: k_rms_norm k_swiglu k_geglu k_sigmoid_mul k_add k_rope
+ * Error models are stated per case; max_err is the worst |gpu - ref| / bound (tol = 1). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backends/cuda/check_decode.h"
+#include "backends/cuda/check_util.h"
+#include "backends/cuda/kernels.h"
+
+#define U24 0x1p-24
+
+typedef struct norm_bench { const float *x, *w; float *y; int R, C; } norm_bench;
+static int norm_launch(void *ctx, int i, cudaStream_t s) {
+    (void)i;
+    norm_bench *b = ctx;
+    return cuda_rms_norm(b->x, b->w, b->y, b->R, b->C, 1e-6f, s) ? ERR_IO : 0;
+}
+
+typedef struct ew_bench { int op; float *g, *u, *y; int64_t n; } ew_bench;
+static int ew_launch(void *ctx, int i, cudaStream_t s) {
+    (void)i;
+    ew_bench *b = ctx;
+    int st = b->op == 0 ? cuda_swiglu(b->g, b->u, b->y, b->n, s)
+           : b->op == 1 ? cuda_geglu(b->g, b->u, b->y, b->n, s)
+           : b->op == 2 ? cuda_sigmoid_mul(b->y, b->g, b->n, s)
+                        : cuda_add(b->y, b->g, b->n, s);
+    return st ? ERR_IO : 0;
+}
+
+/* rms_norm: both sides sum C squares (GPU in float: relative C 2^-24 on the sum, half of it on the
+ * scale; the reference in double) and then 2-3 rounded products: |y - ref| <= (C/2 + 8) 2^-24 |ref|. */
+int check_rms_norm(int R, int C, bool weighted, uint64_t seed, bool bench, cuda_check_result *res, err *e) {
+    dpool dp = {0};
+    int rc = 0;
+    size_t n = (size_t)R * C;
+    float *x = hmalloc(4 * n, e), *w = hmalloc(4 * (size_t)C, e), *y = hmalloc(4 * n, e), *ref = hmalloc(4 * n, e);
+    if (!x || !w || !y || !ref) {
+        rc = ERR_NOMEM;
+        goto done;
+    }
+    rng r;
+    rng_seed(&r, seed);
+    fill_normal(&r, x, (int64_t)n, 2.0f);
+    fill_uniform(&r, w, C, -1.5f, 1.5f);
+    float *dx = dpool_up(&dp, x, 4 * n, e), *dw = dpool_up(&dp, w, 4 * (size_t)C, e), *dy = dpool_alloc(&dp, 4 * n, e);
+    if (!dx || !dw || !dy || (rc = kcheck(cuda_rms_norm(dx, weighted ? dw : NULL, dy, R, C, 1e-6f, 0), e, "cuda_rms_norm")) ||
+        (rc = cu_download(y, dy, 4 * n, e))) {
+        rc = rc ? rc : e->code;
+        goto done;
+    }
+    ref_rms_norm(x, weighted ? w : NULL, ref, R, C, 1e-6f);
+    tally t;
+    tally_init(&t);
+    for (size_t i = 0; i < n; i++) tally_note(&t, (int64_t)i, y[i], ref[i], (C / 2.0 + 8) * U24 * fabs(ref[i]) + 1e-30);
+    res->max_err = t.worst, res->tol = 1;
+    norm_bench nb = {dx, dw, dy, R, C};
+    if (bench) rc = bench_fill(res, norm_launch, &nb, 1, 8.0 * n, e);
+done:
+    dpool_free(&dp);
+    free(x), free(w), free(y), free(ref);
+    return rc;
+}
+
+/* reference element-wise ops in double (the CPU's float references are as rounded as the kernels) */
+static double silu_d(double g) { return g / (1 + exp(-g)); }
+static double gelu_d(double x) { return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+/* op: 0 swiglu, 1 geglu, 2 sigmoid_mul, 3 add. Each output is a few float operations on its inputs,
+ * with expf/tanhf within 2 ulp: |y - ref| <= 16 2^-24 (|ref| + the magnitude of the parts), the parts being
+ * |u| times the gate's largest intermediate (|g|+1 for the gates), or |y| + |x| for the add. */
+int check_eltwise(int op, int64_t n, uint64_t seed, bool bench, cuda_check_result *res, err *e) {
+    dpool dp = {0};
+    int rc = 0;
+    float *g = hmalloc(4 * (size_t)n, e), *u = hmalloc(4 * (size_t)n, e), *y = hmalloc(4 * (size_t)n, e);
+    if (!g || !u || !y) {
+        rc = ERR_NOMEM;
+        goto done;
+    }
+    rng r;
+    rng_seed(&r, seed);
+    fill_normal(&r, g, n, 3.0f);
+    fill_normal(&r, u, n, 1.0f);
+    float *dg = dpool_up(&dp, g, 4 * (size_t)n, e), *du = dpool_up(&dp, u, 4 * (size_t)n, e);
+    float *dy = dpool_alloc(&dp, 4 * (size_t)n, e);
+    if (!dg || !du || !dy) {
+        rc = e->code;
+        goto done;
+    }
+    const char *what[] = {"cuda_swiglu", "cuda_geglu", "cuda_sigmoid_mul", "cuda_add"};
+    int st = op == 0 ? cuda_swiglu(dg, du, dy, n, 0)
+           : op == 1 ? cuda_geglu(dg, du, dy, n, 0)
+           : op == 2 ? cuda_sigmoid_mul(du, dg, n, 0) /* u *= sigmoid(g) */
+                     : cuda_add(du, dg, n, 0);         /* u += g */
+    if ((rc = kcheck(st, e, what[op])) || (rc = cu_download(y, op >= 2 ? du : dy, 4 * (size_t)n, e))) goto done;
+    tally t;
+    tally_init(&t);
+    for (int64_t i = 0; i < n; i++) {
+        double gi = g[i], ui = u[i], ref, mag;
+        switch (op) {
+        case 0: ref = silu_d(gi) * ui, mag = (fabs(gi) + 1) * fabs(ui); break;
+        case 1: ref = gelu_d(gi) * ui, mag = (fabs(gi) + 1) * (1 + 0.05 * gi * gi) * fabs(ui); break;
+        case 2: ref = ui / (1 + exp(-gi)), mag = fabs(ui); break;
+        default: ref = ui + gi, mag = fabs(ui) + fabs(gi); break;
+        }
+        tally_note(&t, i, y[i], ref, 16 * U24 * (fabs(ref) + mag) + 1e-37);
+    }
+    res->max_err = t.worst, res->tol = 1;
+    ew_bench eb = {op, dg, du, dy, n};
+    if (bench) rc = bench_fill(res, ew_launch, &eb, 1, 12.0 * n, e);
+done:
+    dpool_free(&dp);
+    free(g), free(u), free(y);
+    return rc;
+}
+
+/* RoPE against ref_rope. Both form the angle in float: pos * freq_scale * theta^(-2i/n) / factor with a
+ * powf, a division and two products (<= 6 ulp of the angle, relative) and sincosf/cosf (<= 2 ulp absolute,
+ * after argument reduction), on each side: the rotated pair differs by at most
+ *   2 (6 |ang| 2^-24 + 4 2^-24) (|a| + |b|) + 4 2^-24 (|a| + |b|)      per output (passed-through dims: 0) */
+int check_rope(int T, int H, int D, int n_rot, enum rope_mode mode, bool factors, int max_pos, uint64_t seed,
+               cuda_check_result *res, err *e) {
+    dpool dp = {0};
+    int rc = 0;
+    size_t n = (size_t)T * H * D;
+    float *x = hmalloc(4 * n, e), *y = hmalloc(4 * n, e), *ref = hmalloc(4 * n, e), *f = hmalloc(4 * (size_t)n_rot, e);
+    int32_t *pos = hmalloc(4 * (size_t)T, e);
+    if (!x || !y || !ref || !f || !pos) {
+        rc = ERR_NOMEM;
+        goto done;
+    }
+    rng r;
+    rng_seed(&r, seed);
+    fill_normal(&r, x, (int64_t)n, 1.0f);
+    fill_uniform(&r, f, n_rot / 2, 1.0f, 8.0f);
+    for (int t = 0; t < T; t++) pos[t] = (int32_t)(rng_u64(&r) % (uint64_t)max_pos);
+    rope_params rp = {.mode = mode, .n_rot = n_rot, .theta = 1e6f, .freq_scale = 0.5f};
+    float *dx = dpool_up(&dp, x, 4 * n, e), *df = dpool_up(&dp, f, 4 * (size_t)n_rot, e);
+    int32_t *dpos = dpool_up(&dp, pos, 4 * (size_t)T, e);
+    if (!dx || !df || !dpos) {
+        rc = e->code;
+        goto done;
+    }
+    if ((rc = kcheck(cuda_rope(dx, dpos, T, H, D, &rp, factors ? df : NULL, 0), e, "cuda_rope")) ||
+        (rc = cu_download(y, dx, 4 * n, e)))
+        goto done;
+    for (size_t i = 0; i < n; i++) ref[i] = x[i];
+    ref_rope(ref, pos, T, H, D, &rp, factors ? f : NULL);
+    tally t;
+    tally_init(&t);
+    int half = n_rot / 2;
+    for (int tt = 0; tt < T; tt++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                size_t i = ((size_t)tt * H + h) * D + d;
+                double bound = 0;
+                if (d < n_rot) {
+                    int pi = mode == ROPE_NORM ? d / 2 : d % half; /* the pair and its two inputs */
+                    size_t ia = ((size_t)tt * H + h) * D + (mode == ROPE_NORM ? 2 * pi : pi);
+                    size_t ib = ia + (mode == ROPE_NORM ? 1 : half);
+                    double ang = (double)pos[tt] * 0.5 * pow(1e6, -2.0 * pi / n_rot) / (factors ? f[pi] : 1.0);
+                    double ab = fabs(x[ia]) + fabs(x[ib]);
+                    bound = 2 * (6 * fabs(ang) * U24 + 4 * U24) * ab + 4 * U24 * ab;
+                }
+                tally_note(&t, (int64_t)i, y[i], ref[i], bound + 1e-37);
+            }
+    res->max_err = t.worst, res->tol = 1;
+done:
+    dpool_free(&dp);
+    free(x), free(y), free(ref), free(f), free(pos);
+    return rc;
+}

@@ -1,0 +1,154 @@
+/* attn_decode: split-K (flash-decoding) attention of one query token over an f16 KV cache.
+ *
+ * k_attn_decode_split, grid (Hkv, n_split), 128 threads = 4 warps: block (kvh, sp) owns the cached
+ * positions [sp * chunk, (sp + 1) * chunk) below n_kv (read on the device) and every query head of kv
+ * head kvh (G = Hq / Hkv <= 8), so each K/V row is read once for the whole GQA group. Warp w takes
+ * positions w, w + 4, ... two at a time; lane l holds dims [l * DL, l * DL + DL) of q (pre-scaled), of the K/V row and
+ * of its G output accumulators, with a running max and sum per head (online softmax). The 4 warps merge
+ * in shared memory and write, per (head, split), the partial max m, sum l and unnormalised output o[D].
+ * k_attn_decode_merge, grid Hq, D threads: o = sum_i e^(m_i - M) o_i / sum_i e^(m_i - M) l_i.
+ * A split with no visible key writes m = -inf, l = 0 and drops out of the merge. */
+#include <cuda_fp16.h>
+#include <math.h>
+
+#include "backends/cuda/kernels/cuda_common.cuh"
+
+#define ATTN_WARPS 4
+#define ATTN_MAX_G 8
+
+template <int DL>
+__global__ void __launch_bounds__(32 * ATTN_WARPS)
+    k_attn_decode_split(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
+                        const int32_t *__restrict__ qpos_p, const int32_t *__restrict__ kpos,
+                        const int32_t *__restrict__ n_kv_p, int Hkv, int G, float scale, int window, int chunk,
+                        float *__restrict__ part) {
+    constexpr int D = 32 * DL;
+    __shared__ float sm[ATTN_WARPS][ATTN_MAX_G], sl[ATTN_WARPS][ATTN_MAX_G];
+    __shared__ float so[ATTN_WARPS][ATTN_MAX_G][D];
+    const int kvh = blockIdx.x, sp = blockIdx.y, n_split = gridDim.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int Hq = Hkv * G, n_kv = *n_kv_p, qpos = *qpos_p;
+    float qv[ATTN_MAX_G][DL], acc[ATTN_MAX_G][DL], m[ATTN_MAX_G], l[ATTN_MAX_G];
+#pragma unroll
+    for (int g = 0; g < ATTN_MAX_G; g++) {
+        m[g] = -INFINITY, l[g] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < DL; j++) {
+            acc[g][j] = 0.0f;
+            qv[g][j] = g < G ? q[(size_t)(kvh * G + g) * D + lane * DL + j] * scale : 0.0f;
+        }
+    }
+    int s0 = sp * chunk, s1 = min(s0 + chunk, n_kv);
+    /* two positions per step (s and s + 4), their K/V loads issued before either is used: a warp's chain of
+     * dependent loads is what bounds a short chunk */
+    for (int s = s0 + warp; s < s1; s += 2 * ATTN_WARPS) {
+        float kf[2][DL], vf[2][DL];
+        bool vis[2];
+#pragma unroll
+        for (int p2 = 0; p2 < 2; p2++) {
+            int sp2 = s + p2 * ATTN_WARPS;
+            bool in = sp2 < s1;
+            int kp = in ? kpos[sp2] : 0;
+            vis[p2] = in && kp <= qpos && (window <= 0 || qpos - kp < window);
+            size_t off = ((size_t)(in ? sp2 : s) * Hkv + kvh) * D + lane * DL;
+#pragma unroll
+            for (int j = 0; j < DL; j++) kf[p2][j] = __half2float(k[off + j]), vf[p2][j] = __half2float(v[off + j]);
+        }
+#pragma unroll
+        for (int p2 = 0; p2 < 2; p2++) {
+            if (!vis[p2]) continue;
+#pragma unroll
+            for (int g = 0; g < ATTN_MAX_G; g++) {
+                if (g >= G) break;
+                float sc = 0.0f;
+#pragma unroll
+                for (int j = 0; j < DL; j++) sc += qv[g][j] * kf[p2][j];
+                sc = warp_sum(sc);
+                float mn = fmaxf(m[g], sc), corr = expf(m[g] - mn), p = expf(sc - mn);
+                l[g] = l[g] * corr + p;
+#pragma unroll
+                for (int j = 0; j < DL; j++) acc[g][j] = acc[g][j] * corr + p * vf[p2][j];
+                m[g] = mn;
+            }
+        }
+    }
+    /* merge the warps */
+#pragma unroll
+    for (int g = 0; g < ATTN_MAX_G; g++) {
+        if (g >= G) break;
+        if (lane == 0) sm[warp][g] = m[g], sl[warp][g] = l[g];
+#pragma unroll
+        for (int j = 0; j < DL; j++) so[warp][g][lane * DL + j] = acc[g][j];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+        int g = i / D, d = i % D;
+        float M = -INFINITY;
+        for (int w = 0; w < ATTN_WARPS; w++) M = fmaxf(M, sm[w][g]);
+        float L = 0.0f, o = 0.0f;
+        if (M != -INFINITY)
+            for (int w = 0; w < ATTN_WARPS; w++) {
+                float f = expf(sm[w][g] - M);
+                L += f * sl[w][g];
+                o += f * so[w][g][d];
+            }
+        float *pr = part + ((size_t)sp * Hq + kvh * G + g) * (D + 2);
+        pr[2 + d] = o;
+        if (d == 0) pr[0] = M, pr[1] = L;
+    }
+    (void)n_split;
+}
+
+__global__ void k_attn_decode_merge(const float *__restrict__ part, float *__restrict__ out, int Hq, int D,
+                                    int n_split) {
+    const int h = blockIdx.x;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float M = -INFINITY;
+#pragma unroll 8
+        for (int i = 0; i < n_split; i++) M = fmaxf(M, part[((size_t)i * Hq + h) * (D + 2)]);
+        float L = 0.0f, o = 0.0f;
+        if (M != -INFINITY)
+#pragma unroll 8
+            for (int i = 0; i < n_split; i++) {
+                const float *pr = part + ((size_t)i * Hq + h) * (D + 2);
+                float f = expf(pr[0] - M);
+                L += f * pr[1];
+                o += f * pr[2 + d];
+            }
+        out[(size_t)h * D + d] = L > 0.0f ? o / L : 0.0f;
+    }
+}
+
+/* chunks of 32 positions (8 per warp, 4 steps of 2) up to 1024 chunks, then longer chunks: a short chain
+ * of dependent loads per warp and enough blocks to fill the GPU at a few thousand positions */
+static int n_splits(int S_max) {
+    int n = (S_max + 31) / 32;
+    return n < 1 ? 1 : n > 1024 ? 1024 : n;
+}
+
+extern "C" int64_t cuda_attn_decode_scratch(int S_max, int Hq, int D) {
+    return (int64_t)n_splits(S_max) * Hq * (D + 2);
+}
+
+extern "C" int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_t *v, float *out,
+                                const int32_t *qpos, const int32_t *kpos, const int32_t *n_kv, int S_max, int Hq,
+                                int Hkv, int D, float scale, int window, float *scratch, cudaStream_t s) {
+    if (!q || !k || !v || !out || !qpos || !kpos || !n_kv || !scratch || S_max < 1 || Hkv < 1 || Hq % Hkv ||
+        Hq / Hkv > ATTN_MAX_G || D % 32 || D < 32 || D > 256 || window < 0)
+        return CUDA_KERR_ARGS;
+    int ns = n_splits(S_max), chunk = (S_max + ns - 1) / ns, G = Hq / Hkv;
+    dim3 grid(Hkv, ns);
+    const __half *kh = (const __half *)k, *vh = (const __half *)v;
+    switch (D / 32) {
+#define ATTN_CASE(DL)                                                                                          \
+    case DL:                                                                                                   \
+        k_attn_decode_split<DL><<<grid, 32 * ATTN_WARPS, 0, s>>>(q, kh, vh, qpos, kpos, n_kv, Hkv, G, scale,   \
+                                                                 window, chunk, scratch);                      \
+        break;
+        ATTN_CASE(1) ATTN_CASE(2) ATTN_CASE(3) ATTN_CASE(4) ATTN_CASE(5) ATTN_CASE(6) ATTN_CASE(7) ATTN_CASE(8)
+#undef ATTN_CASE
+    }
+    int rc = launch_status();
+    if (rc) return rc;
+    k_attn_decode_merge<<<Hq, D, 0, s>>>(scratch, out, Hq, D, ns);
+    return launch_status();
+}

@@ -1,0 +1,211 @@
+/* gemv: the decode hot path, y[T][N] = x[T][K] . W^T for 1..8 activation rows, W quantized in the GEMV
+ * layout (kernels/gemv_unpack.h) and x quantized to q8_1 (kernels/quantize.cu).
+ *
+ * Per 32-value unit the dot product is integer: eight dp4a over the unit's lane words, then one scaling,
+ *     acc += a * (dx * isum) + b * sx,    isum = sc0 * dot(lanes 0..15) + sc1 * dot(lanes 16..31)
+ * (a, b, sc0, sc1 from gemv_unit_scale; dx, sx the activation unit's d and d * sum(q)). The float work is
+ * two or four multiplies and adds per unit and row, written with __fmul_rn/__fadd_rn so the compiler never
+ * fuses them into FFMA (throttled to 1/32 rate on the CMP 170HX; on the H200 they cost nothing, the
+ * kernel is bound by reading W).
+ *
+ * Grid: one block per R consecutive rows; NW warps per block (NW = min(4, units/32 rounded up)) split the
+ * row's units (lane l of warp w takes units w*32 + l, stride 32*NW), each lane reading its unit's 16 bytes
+ * of quants with one 128-bit streaming load (evict-first: W is read once per step), so a warp reads 512
+ * contiguous bytes per row per step. The R rows of a block share each activation load, which keeps L1
+ * traffic per weight byte low at T = 8. Partial sums: warp shuffles, then shared memory across warps. */
+#include <stdint.h>
+
+#include "backends/cuda/kernels/cuda_common.cuh"
+#include "backends/cuda/kernels/gemv_unpack.h"
+
+#define GEMV_MAX_WARPS 4
+
+template <enum qtype TYPE>
+static __device__ __forceinline__ void load_unit(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,
+                                                 size_t unit, uint32_t *v) {
+    uint32_t q[8], h[2] = {0, 0};
+    if (TYPE == QT_Q8_0) {
+        const uint4 *p = (const uint4 *)(qs + unit * 32);
+        uint4 a = __ldcs(p), b = __ldcs(p + 1);
+        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w, q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
+    } else {
+        uint4 a = __ldcs((const uint4 *)(qs + unit * 16));
+        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w;
+    }
+    if (TYPE == QT_Q5_0 || TYPE == QT_Q5_K) h[0] = __ldcs((const unsigned int *)(hi + unit * 4));
+    if (TYPE == QT_Q6_K) {
+        uint2 b = __ldcs((const uint2 *)(hi + unit * 8));
+        h[0] = b.x, h[1] = b.y;
+    }
+    gemv_unpack_unit(TYPE, q, h, v);
+}
+
+/* Sums each of the NV values v[] over the warp's 32 lanes in 31 shuffles for NV = 32 (instead of 5 per
+ * value): each step halves the values a lane holds, lanes exchanging the half they give away. Afterwards
+ * lane l holds, in v[0], the sum of value l >> (5 - log2 NV) (lanes that agree on those bits hold the
+ * same sum). NV: a power of two <= 32. */
+template <int NV>
+static __device__ __forceinline__ void warp_sum_many(float *v, int lane) {
+    int n = NV;
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+        if (n > 1) {
+            n >>= 1;
+            bool upper = lane & off;
+#pragma unroll
+            for (int i = 0; i < NV / 2; i++)
+                if (i < n) {
+                    float send = upper ? v[i] : v[i + n], keep = upper ? v[i + n] : v[i];
+                    v[i] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, off));
+                }
+        } else {
+            v[0] = __fadd_rn(v[0], __shfl_xor_sync(0xffffffffu, v[0], off));
+        }
+    }
+}
+
+template <int X> struct pow2_ceil { static constexpr int v = X <= 1 ? 1 : X <= 2 ? 2 : X <= 4 ? 4 : X <= 8 ? 8 : X <= 16 ? 16 : 32; };
+template <int X> struct log2_of { static constexpr int v = X <= 1 ? 0 : X <= 2 ? 1 : X <= 4 ? 2 : X <= 8 ? 3 : X <= 16 ? 4 : 5; };
+
+/* units a lane loads before it computes on them: 4 / R, so 64 bytes (Q8_0: 128) of weights in flight per lane */
+template <int R> struct gemv_unroll { static constexpr int v = R >= 4 ? 1 : 4 / R; };
+
+/* Block of 4 warps; WPR warps (1, 2 or 4) share a group of R rows, splitting its units; the block holds
+ * 4 / WPR such groups. Lane l of warp w of a group takes units (w * 32 + l) + i * 32 * WPR; it issues the
+ * loads of UNR units (of all R rows) before computing on them. */
+template <enum qtype TYPE, int T, int R>
+__global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
+    k_gemv_q(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi, const uint8_t *__restrict__ meta,
+             const int8_t *__restrict__ xq, const float2 *__restrict__ ds, float *__restrict__ y, int N, int K, int WPR) {
+    constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
+    constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE);
+    constexpr int NV = pow2_ceil<R * T>::v;
+    __shared__ float part[GEMV_MAX_WARPS][R * T];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int grp = warp / WPR, wig = warp % WPR; /* row group in the block, warp in the group */
+    constexpr int UNR = gemv_unroll<R>::v;
+    const int row0 = (blockIdx.x * (GEMV_MAX_WARPS / WPR) + grp) * R, U = K / 32, stride = 32 * WPR;
+    float acc[NV];
+#pragma unroll
+    for (int i = 0; i < NV; i++) acc[i] = 0.0f;
+    size_t rows[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) rows[r] = (size_t)min(row0 + r, N - 1); /* rows past N repeat the last; never written */
+
+    for (int base = wig * 32 + lane; base < U; base += stride * UNR) {
+        uint32_t v[UNR][R][8];
+#pragma unroll
+        for (int i = 0; i < UNR; i++) {
+            int u = base + i * stride;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (u < U) load_unit<TYPE>(qs, hi, rows[r] * U + u, v[i][r]);
+        }
+#pragma unroll
+        for (int i = 0; i < UNR; i++) {
+            int u = base + i * stride;
+            if (u >= U) break;
+            gemv_scale sc[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) sc[r] = gemv_unit_scale(TYPE, meta + (rows[r] * (U / G) + u / G) * MB, u % G);
+#pragma unroll
+            for (int t = 0; t < T; t++) {
+                const int4 *xp = (const int4 *)(xq + (size_t)t * K + (size_t)u * 32);
+                int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+                float2 d = __ldg(ds + (size_t)t * U + u);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t *w = v[i][r];
+                    int lo = __dp4a((int)w[0], x0.x, 0);
+                    lo = __dp4a((int)w[1], x0.y, lo);
+                    lo = __dp4a((int)w[2], x0.z, lo);
+                    lo = __dp4a((int)w[3], x0.w, lo);
+                    int hi_ = __dp4a((int)w[4], x1.x, 0);
+                    hi_ = __dp4a((int)w[5], x1.y, hi_);
+                    hi_ = __dp4a((int)w[6], x1.z, hi_);
+                    hi_ = __dp4a((int)w[7], x1.w, hi_);
+                    int isum = TYPE == QT_Q6_K ? sc[r].sc0 * lo + sc[r].sc1 * hi_ : lo + hi_;
+                    float p = __fmul_rn(sc[r].a, __fmul_rn(d.x, (float)isum));
+                    if (HAS_B) p = __fadd_rn(p, __fmul_rn(sc[r].b, d.y));
+                    acc[r * T + t] = __fadd_rn(acc[r * T + t], p);
+                }
+            }
+        }
+    }
+    warp_sum_many<NV>(acc, lane);
+    /* lane l holds value idx = l >> (5 - log2 NV); the first lane of each idx reports it */
+    const int idx = lane >> (5 - log2_of<NV>::v);
+    const bool reporter = (lane & ((32 >> log2_of<NV>::v) - 1)) == 0 && idx < R * T;
+    if (WPR > 1) {
+        if (reporter) part[warp][idx] = acc[0];
+        __syncthreads();
+        if (wig != 0) return;
+        for (int i = lane; i < R * T; i += 32) {
+            float s = part[warp][i];
+            for (int w = 1; w < WPR; w++) s = __fadd_rn(s, part[warp + w][i]);
+            int r = i / T, t = i % T;
+            if (row0 + r < N) y[(size_t)t * N + row0 + r] = s;
+        }
+        return;
+    }
+    if (reporter) {
+        int r = idx / T, t = idx % T;
+        if (row0 + r < N) y[(size_t)t * N + row0 + r] = acc[0];
+    }
+}
+
+/* rows per warp group for T activation rows: enough to share each activation load over several weight
+ * rows as T grows; short rows (K <= 2048) get 4 rows at any T so that a lane has 4 units in flight */
+template <int T> struct gemv_rows { static constexpr int R = T == 1 ? 1 : T <= 4 ? 2 : 4; };
+
+template <enum qtype TYPE, int T, int R>
+static void launch_r(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, cudaStream_t s) {
+    int U = (int)(W->K / 32);
+    /* warps per row group. Measured on the H200 (docs/cuda.md): at T = 1 with K >= 4096, four warps
+     * splitting a row (each lane 1-4 units) beat one warp per row (4 units a lane, 4 rows a block) by
+     * 1.3x; at T = 8, and for short rows (K = 896), one warp per row group won (1.6x, 4x). */
+    int wpr = R <= 2 ? (U >= 128 ? 4 : 1) : (U >= 512 ? 4 : U >= 256 ? 2 : 1);
+    int rows_per_block = R * (GEMV_MAX_WARPS / wpr);
+    unsigned blocks = (unsigned)((W->N + rows_per_block - 1) / rows_per_block);
+    k_gemv_q<TYPE, T, R><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>((const uint8_t *)W->qs, (const uint8_t *)W->hi,
+                                                                 (const uint8_t *)W->meta, xq, (const float2 *)ds, y,
+                                                                 (int)W->N, (int)W->K, wpr);
+}
+
+template <enum qtype TYPE, int T>
+static void launch_t(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, cudaStream_t s) {
+    if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, xq, ds, y, s);
+    else launch_r<TYPE, T, gemv_rows<T>::R>(W, xq, ds, y, s);
+}
+
+template <enum qtype TYPE>
+static void launch_type(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s) {
+    switch (T) {
+    case 1: launch_t<TYPE, 1>(W, xq, ds, y, s); break;
+    case 2: launch_t<TYPE, 2>(W, xq, ds, y, s); break;
+    case 3: launch_t<TYPE, 3>(W, xq, ds, y, s); break;
+    case 4: launch_t<TYPE, 4>(W, xq, ds, y, s); break;
+    case 5: launch_t<TYPE, 5>(W, xq, ds, y, s); break;
+    case 6: launch_t<TYPE, 6>(W, xq, ds, y, s); break;
+    case 7: launch_t<TYPE, 7>(W, xq, ds, y, s); break;
+    default: launch_t<TYPE, 8>(W, xq, ds, y, s); break;
+    }
+}
+
+extern "C" int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s) {
+    if (!W || !W->qs || !W->meta || !xq || !ds || !y || T < 1 || T > 8 || W->N < 1 || W->K < 32 ||
+        W->K % gemv_meta_group(W->type) || W->K > (int64_t)1 << 30 || W->N > (int64_t)1 << 30 ||
+        ((uintptr_t)W->qs & 15) || ((uintptr_t)xq & 15) || (gemv_hi_bytes(W->type) && !W->hi))
+        return CUDA_KERR_ARGS;
+    switch (W->type) {
+    case QT_Q4_0: launch_type<QT_Q4_0>(W, xq, ds, y, T, s); break;
+    case QT_Q4_1: launch_type<QT_Q4_1>(W, xq, ds, y, T, s); break;
+    case QT_Q5_0: launch_type<QT_Q5_0>(W, xq, ds, y, T, s); break;
+    case QT_Q8_0: launch_type<QT_Q8_0>(W, xq, ds, y, T, s); break;
+    case QT_Q4_K: launch_type<QT_Q4_K>(W, xq, ds, y, T, s); break;
+    case QT_Q5_K: launch_type<QT_Q5_K>(W, xq, ds, y, T, s); break;
+    case QT_Q6_K: launch_type<QT_Q6_K>(W, xq, ds, y, T, s); break;
+    default: return CUDA_KERR_UNSUPPORTED;
+    }
+    return launch_status();
+}

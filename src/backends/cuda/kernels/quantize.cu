@@ -1,0 +1,73 @@
+/* quantize: activations to q8_1 for the integer GEMV, optionally fused with the rms norm that precedes
+ * every projection of a decode step (one read of x instead of two, one launch instead of two).
+ *
+ * Grid (ceil(K/256), T); block of 256 threads = 8 warps, warp w quantizing unit 8 * blockIdx.x + w (lane l
+ * holding value l: amax and sum(q) are warp reductions, no shared memory). With the norm, every block
+ * first reduces sum(x^2) over its whole row (the row is read from L2 once per block: K * 4 bytes, small
+ * next to the weights of the projection that follows), so all of a row's units run in parallel.
+ *   d = amax / 127, q = round(h / d) (0 when amax == 0), ds = (d, d * sum(q))
+ * with IEEE division and round-half-away (roundf), the same operations as the host reference in the check,
+ * so an unnormalised row quantizes bit-identically. */
+#include <stdint.h>
+
+#include "backends/cuda/kernels/cuda_common.cuh"
+
+/* x[T][K] -> xq[T][K], ds[T][K/32][2]; NORM: h = x / sqrt(mean(x^2) + eps) * w (w may be NULL), also
+ * written to y[T][K] when y is not NULL */
+template <bool NORM>
+__global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__ x, const float *__restrict__ w,
+                                                        float eps, int8_t *__restrict__ xq, float *__restrict__ ds,
+                                                        float *__restrict__ y, int K) {
+    __shared__ float sh[32];
+    const int t = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float *xr = x + (size_t)t * K;
+    float inv = 1.0f;
+    if (NORM) {
+        float ss = 0.0f;
+#pragma unroll 8 /* the loads of 8 iterations in flight at once: a row is latency-bound, not bandwidth-bound */
+        for (int i = threadIdx.x; i < K; i += blockDim.x) ss = __fadd_rn(ss, __fmul_rn(xr[i], xr[i]));
+        ss = block_sum(ss, sh);
+        inv = 1.0f / sqrtf(__fadd_rn(ss / (float)K, eps));
+    }
+    const int u = blockIdx.x * (blockDim.x >> 5) + warp;
+    if (u < K / 32) {
+        int i = u * 32 + lane;
+        float h = xr[i];
+        if (NORM) {
+            h = __fmul_rn(h, inv);
+            if (w) h = __fmul_rn(h, w[i]);
+            if (y) y[(size_t)t * K + i] = h;
+        }
+        float amax = warp_max(fabsf(h));
+        float d = amax / 127.0f, id = amax != 0.0f ? 1.0f / d : 0.0f;
+        int q = (int)roundf(__fmul_rn(h, id));
+        xq[(size_t)t * K + i] = (int8_t)q;
+        int sq = warp_sum_int(q);
+        if (lane == 0) {
+            float *o = ds + ((size_t)t * (K / 32) + u) * 2;
+            o[0] = d;
+            o[1] = __fmul_rn(d, (float)sq);
+        }
+    }
+}
+
+static int check_q8_args(const float *x, const int8_t *xq, const float *ds, int T, int K) {
+    if (!x || !xq || !ds || T < 1 || K < 32 || K % 32 || ((uintptr_t)xq & 15)) return CUDA_KERR_ARGS;
+    return CUDA_KERR_OK;
+}
+
+extern "C" int cuda_quantize_q8_1(const float *x, int8_t *xq, float *ds, int T, int K, cudaStream_t s) {
+    int rc = check_q8_args(x, xq, ds, T, K);
+    if (rc) return rc;
+    k_quantize_q8_1<false><<<dim3((K + 255) / 256, T), 256, 0, s>>>(x, nullptr, 0.0f, xq, ds, nullptr, K);
+    return launch_status();
+}
+
+extern "C" int cuda_rms_norm_q8_1(const float *x, const float *w, float eps, int8_t *xq, float *ds, float *y, int T,
+                                  int K, cudaStream_t s) {
+    int rc = check_q8_args(x, xq, ds, T, K);
+    if (rc) return rc;
+    if (!(eps >= 0.0f)) return CUDA_KERR_ARGS;
+    k_quantize_q8_1<true><<<dim3((K + 255) / 256, T), 256, 0, s>>>(x, w, eps, xq, ds, y, K);
+    return launch_status();
+}
