@@ -1,0 +1,287 @@
+/* check_prefill: conformance cases of the prefill kernels (owner: the CUDA prefill helper): the table, and
+ * the matrix products (kernels/gemm_q.cu). Attention and GDN cases are in check_prefill_seq.c.
+ *
+ * gemm cases. Inputs: weights from quant_random_blocks (RMS 0.02), activations N(0, 1). The GPU computes
+ * sum_k bf16(x_k) bf16(w_k) in f32, with w = to_float of the block (cuda_dequant_bf16 shows that this
+ * bf16(w) is bit-exact with the CPU's). Error model: the products of two bf16 are exact in f32, so the only
+ * error against the same sum in double is the f32 accumulation: at most one rounding (or truncation, on
+ * tensor cores) of 2^-23 relative per addition, each bounded by the running sum of |terms|:
+ *     |y - ref| <= K * 2^-23 * sum_k |bf16(x_k) bf16(w_k)|        (the tolerance, per output)
+ * max_err is reported in units of that bound (tol = 1). Against the unrounded f32 product, the two bf16
+ * roundings (relative 2^-8 each) add about 2^-8 sqrt(sum (x w)^2) of noise: the detail gives the largest
+ * deviation in those units (sigma), for information. Small cases check every output plus the bit-exactness
+ * of the activation conversion and of the dequantizer, and the two-pass bf16 path; bench cases check 512
+ * random outputs, and time the product (weights rotated over 3 copies) in TFLOP/s. */
+#include "backends/cuda/check_prefill.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_util.h"
+#include "backends/cuda/kernels.h"
+#include "base/fp16.h"
+#include "quant/quant.h"
+
+int pf_kerr(int status, const char *what, err *e) {
+    if (status == CUDA_KERR_OK) return 0;
+    return err_set(e, ERR_IO, "%s: launcher status %d (%s)", what, status,
+                   status == CUDA_KERR_ARGS ? "bad arguments" : status == CUDA_KERR_UNSUPPORTED ? "unsupported" : "launch failed");
+}
+
+void pf_normal(rng *r, float *x, int64_t n, float scale) {
+    for (int64_t i = 0; i < n; i++) x[i] = rng_normal(r) * scale;
+}
+
+typedef struct gemm_spec {
+    enum qtype type;
+    int N, K, T;
+    bool big; /* a bench case: sampled check, timing with --bench */
+    bool bf16_path; /* time the two-pass path (dequant + bf16 product) instead */
+} gemm_spec;
+
+enum { GEMM_ROT = 3, GEMM_SAMPLES = 512 };
+
+typedef struct gemm_ctx {
+    const gemm_spec *sp;
+    void *W[GEMM_ROT];
+    uint16_t *Wd, *Xb;
+    float *Y;
+} gemm_ctx;
+
+static int gemm_launch(void *vctx, int i, cudaStream_t s) {
+    gemm_ctx *c = vctx;
+    if (c->sp->bf16_path) return cuda_gemm_bf16(c->Wd, c->Xb, c->Y, c->sp->T, c->sp->N, c->sp->K, s) ? ERR_IO : 0;
+    return cuda_gemm_q(c->sp->type, c->W[i], c->Xb, c->Y, c->sp->T, c->sp->N, c->sp->K, s) ? ERR_IO : 0;
+}
+
+static int dequant_launch(void *vctx, int i, cudaStream_t s) {
+    gemm_ctx *c = vctx;
+    return cuda_dequant_bf16(c->sp->type, c->W[i], c->Wd, c->sp->N, c->sp->K, s) ? ERR_IO : 0;
+}
+
+/* one output against the model above: returns |y - ref| / bound, and the deviation from the f32 product in
+ * sigmas into *sig */
+static double gemm_score(const float *x, const float *w, int K, float y, double *sig, double *abs_err) {
+    double ref = 0, mag = 0, ref32 = 0, sq = 0;
+    for (int k = 0; k < K; k++) {
+        double xb = bf16_to_f32(bf16_from_f32(x[k])), wb = bf16_to_f32(bf16_from_f32(w[k]));
+        ref += xb * wb;
+        mag += fabs(xb * wb);
+        ref32 += (double)x[k] * w[k];
+        sq += (double)x[k] * w[k] * x[k] * w[k];
+    }
+    double bound = K * 0x1p-23 * mag + 1e-30;
+    *sig = fabs(y - ref32) / (0x1p-8 * sqrt(sq) + 1e-30);
+    *abs_err = fabs(y - ref);
+    return fabs(y - ref) / bound;
+}
+
+static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check_result *res, err *e) {
+    /* a bench case without --bench checks 128 tokens only (the same kernel; keeps memcheck runs short) */
+    gemm_spec shrunk = *spec;
+    if (spec->big && !bench && shrunk.T > 128) shrunk.T = 128;
+    const gemm_spec *sp = &shrunk;
+    const int N = sp->N, K = sp->K, T = sp->T;
+    const quant_ops *ops = quant_ops_get(sp->type, QUANT_ISA_SCALAR);
+    const qtype_info *qi = qtype_get(sp->type);
+    if (!ops || !ops->to_float || !qi) return err_set(e, ERR_UNSUPPORTED, "no CPU dequantizer for this type");
+    const size_t row_bytes = qtype_row_bytes(sp->type, K), w_bytes = row_bytes * (size_t)N;
+    rng r;
+    rng_seed(&r, seed);
+    uint8_t *Wh = malloc(w_bytes);
+    float *X = malloc(sizeof(float) * (size_t)T * K), *Wf = malloc(sizeof(float) * K);
+    float *Y = malloc(sizeof(float) * (size_t)T * N);
+    uint16_t *tmp = sp->big ? NULL : malloc(sizeof(uint16_t) * (size_t)(N > T ? N : T) * K);
+    gemm_ctx c = {.sp = sp};
+    float *Xd = NULL;
+    int rc = 0, nrot = sp->big && bench ? GEMM_ROT : 1;
+    if (!Wh || !X || !Wf || !Y || (!sp->big && !tmp)) {
+        rc = err_set(e, ERR_NOMEM, "host buffers");
+        goto done;
+    }
+    pf_normal(&r, X, (int64_t)T * K, 1.0f);
+    for (int i = 0; i < nrot && !rc; i++) {
+        if (!quant_random_blocks(sp->type, Wh, (int64_t)N * (K / qi->blck), 0.02f, &r)) {
+            rc = err_set(e, ERR_UNSUPPORTED, "no random generator for this type");
+            break;
+        }
+        rc = cu_upload(&c.W[i], Wh, w_bytes, e); /* the host copy keeps the last set: the one checked */
+    }
+    for (int i = nrot; i < GEMM_ROT; i++) c.W[i] = c.W[0];
+    if (!rc) rc = cu_upload((void **)&Xd, X, sizeof(float) * (size_t)T * K, e);
+    if (!rc) rc = cu_alloc((void **)&c.Xb, sizeof(uint16_t) * (size_t)T * K, e);
+    if (!rc) rc = cu_alloc((void **)&c.Y, sizeof(float) * (size_t)T * N, e);
+    if (!rc && (!sp->big || sp->bf16_path)) rc = cu_alloc((void **)&c.Wd, sizeof(uint16_t) * (size_t)N * K, e);
+    if (!rc) rc = pf_kerr(cuda_f32_to_bf16(Xd, c.Xb, (int64_t)T * K, 0), "cuda_f32_to_bf16", e);
+    if (!rc && c.Wd) rc = pf_kerr(cuda_dequant_bf16(sp->type, c.W[nrot - 1], c.Wd, N, K, 0), "cuda_dequant_bf16", e);
+    if (!rc) {
+        int st = sp->bf16_path ? cuda_gemm_bf16(c.Wd, c.Xb, c.Y, T, N, K, 0)
+                               : cuda_gemm_q(sp->type, c.W[nrot - 1], c.Xb, c.Y, T, N, K, 0);
+        rc = pf_kerr(st, sp->bf16_path ? "cuda_gemm_bf16" : "cuda_gemm_q", e);
+    }
+    if (!rc) rc = cu_download(Y, c.Y, sizeof(float) * (size_t)T * N, e);
+    if (rc) goto done;
+
+    double worst = 0, worst_sig = 0, worst_abs = 0, sig, ab;
+    if (sp->big) { /* sampled outputs */
+        for (int s = 0; s < GEMM_SAMPLES; s++) {
+            int t = (int)(rng_u64(&r) % (uint64_t)T), n = (int)(rng_u64(&r) % (uint64_t)N);
+            ops->to_float(Wh + (size_t)n * row_bytes, Wf, K);
+            double q = gemm_score(X + (size_t)t * K, Wf, K, Y[(size_t)t * N + n], &sig, &ab);
+            if (q > worst) worst = q, worst_abs = ab;
+            if (sig > worst_sig) worst_sig = sig;
+        }
+        snprintf(res->detail, sizeof res->detail, "%d sampled outputs; abs err %.2g; vs f32 w: %.1f sigma",
+                 GEMM_SAMPLES, worst_abs, worst_sig);
+    } else { /* every output; the dequantizer and the activation conversion bit for bit; the bf16 path */
+        float *Wall = malloc(sizeof(float) * (size_t)N * K), *Y2 = malloc(sizeof(float) * (size_t)T * N);
+        if (!Wall || !Y2) {
+            free(Wall), free(Y2);
+            rc = err_set(e, ERR_NOMEM, "host buffers");
+            goto done;
+        }
+        for (int n = 0; n < N; n++) ops->to_float(Wh + (size_t)n * row_bytes, Wall + (size_t)n * K, K);
+        for (int t = 0; t < T; t++)
+            for (int n = 0; n < N; n++) {
+                double q = gemm_score(X + (size_t)t * K, Wall + (size_t)n * K, K, Y[(size_t)t * N + n], &sig, &ab);
+                if (q > worst) worst = q, worst_abs = ab;
+                if (sig > worst_sig) worst_sig = sig;
+            }
+        int64_t bad_w = 0, bad_x = 0;
+        rc = cu_download(tmp, c.Wd, sizeof(uint16_t) * (size_t)N * K, e);
+        for (int64_t i = 0; !rc && i < (int64_t)N * K; i++) bad_w += tmp[i] != bf16_from_f32(Wall[i]);
+        if (!rc) rc = cu_download(tmp, c.Xb, sizeof(uint16_t) * (size_t)T * K, e);
+        for (int64_t i = 0; !rc && i < (int64_t)T * K; i++) bad_x += tmp[i] != bf16_from_f32(X[i]);
+        double worst2 = 0;
+        if (!rc) rc = pf_kerr(cuda_gemm_bf16(c.Wd, c.Xb, c.Y, T, N, K, 0), "cuda_gemm_bf16", e);
+        if (!rc) rc = cu_download(Y2, c.Y, sizeof(float) * (size_t)T * N, e);
+        for (int t = 0; !rc && t < T; t++)
+            for (int n = 0; n < N; n++) {
+                double q = gemm_score(X + (size_t)t * K, Wall + (size_t)n * K, K, Y2[(size_t)t * N + n], &sig, &ab);
+                if (q > worst2) worst2 = q;
+            }
+        free(Wall), free(Y2);
+        if (rc) goto done;
+        if (bad_w || bad_x) worst = 1e9; /* a dequantized weight or an activation that is not bit-exact */
+        if (worst2 > worst) worst = worst2;
+        snprintf(res->detail, sizeof res->detail,
+                 "abs err %.2g; vs f32 w: %.1f sigma; dequant %lld/%lld bf16 differ, x %lld; bf16 path %.3g",
+                 worst_abs, worst_sig, (long long)bad_w, (long long)N * K, (long long)bad_x, worst2);
+    }
+    res->max_err = worst;
+    res->tol = 1.0;
+    if (bench && sp->big) {
+        rc = cu_time(gemm_launch, &c, GEMM_ROT, &res->us, e);
+        if (!rc) res->tflops = 2.0 * T * N * K / (res->us * 1e6);
+        if (!rc && sp->bf16_path) { /* the dequantization the two-pass path adds, in the detail */
+            double us_dq = 0;
+            rc = cu_time(dequant_launch, &c, GEMM_ROT, &us_dq, e);
+            size_t len = strlen(res->detail);
+            if (!rc) snprintf(res->detail + len, sizeof res->detail - len, "; + dequant %.1f us", us_dq);
+        }
+    }
+done:
+    for (int i = 0; i < nrot; i++) cu_free(c.W[i]);
+    cu_free(Xd), cu_free(c.Xb), cu_free(c.Y), cu_free(c.Wd);
+    free(Wh), free(X), free(Wf), free(Y), free(tmp);
+    return rc;
+}
+
+#define GEMM_CASE(fn, type, N, K, T, big, bf16)                                                                \
+    static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
+        static const gemm_spec sp = {type, N, K, T, big, bf16};                                                \
+        return gemm_run(&sp, seed, bench, r, e);                                                               \
+    }
+/* small: odd N (not a multiple of the 128-row tile), T not a multiple of 128, K with misaligned rows */
+GEMM_CASE(g_q4_0, QT_Q4_0, 328, 1088, 200, false, false)
+GEMM_CASE(g_q4_1, QT_Q4_1, 328, 1088, 200, false, false)
+GEMM_CASE(g_q5_0, QT_Q5_0, 328, 1088, 200, false, false)
+GEMM_CASE(g_q8_0, QT_Q8_0, 328, 1088, 200, false, false)
+GEMM_CASE(g_q4_k, QT_Q4_K, 328, 1280, 200, false, false)
+GEMM_CASE(g_q5_k, QT_Q5_K, 328, 1280, 200, false, false)
+GEMM_CASE(g_q6_k, QT_Q6_K, 328, 1280, 200, false, false)
+GEMM_CASE(g_q4_k_t1, QT_Q4_K, 130, 512, 1, false, false)
+/* bench: llama 8B (q/o 4096x4096, gate/up 14336x4096, down 4096x14336) and qwen35 27B (ffn 17408x5120,
+ * 5120x17408; GDN qkv 10240x5120) */
+GEMM_CASE(b_q4k_4k_512, QT_Q4_K, 4096, 4096, 512, true, false)
+GEMM_CASE(b_q4k_4k_4096, QT_Q4_K, 4096, 4096, 4096, true, false)
+GEMM_CASE(b_q4k_up_512, QT_Q4_K, 14336, 4096, 512, true, false)
+GEMM_CASE(b_q4k_up_4096, QT_Q4_K, 14336, 4096, 4096, true, false)
+GEMM_CASE(b_q4k_dn_512, QT_Q4_K, 4096, 14336, 512, true, false)
+GEMM_CASE(b_q4k_dn_4096, QT_Q4_K, 4096, 14336, 4096, true, false)
+GEMM_CASE(b_q6k_up_4096, QT_Q6_K, 14336, 4096, 4096, true, false)
+GEMM_CASE(b_q8_0_up_4096, QT_Q8_0, 14336, 4096, 4096, true, false)
+GEMM_CASE(b_q5k_up_4096, QT_Q5_K, 14336, 4096, 4096, true, false)
+GEMM_CASE(b_q4_0_up_4096, QT_Q4_0, 14336, 4096, 4096, true, false)
+GEMM_CASE(b_bf16_up_512, QT_Q4_K, 14336, 4096, 512, true, true)
+GEMM_CASE(b_bf16_up_4096, QT_Q4_K, 14336, 4096, 4096, true, true)
+GEMM_CASE(b_q4k_27f_512, QT_Q4_K, 17408, 5120, 512, true, false)
+GEMM_CASE(b_q4k_27f_4096, QT_Q4_K, 17408, 5120, 4096, true, false)
+GEMM_CASE(b_q4k_27d_4096, QT_Q4_K, 5120, 17408, 4096, true, false)
+GEMM_CASE(b_q5k_27g_4096, QT_Q5_K, 10240, 5120, 4096, true, false)
+
+#define ATTN_CASE(fn, D, Hq, Hkv, T, pos0, window, big)                                                        \
+    static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
+        return pf_attn_case(D, Hq, Hkv, T, pos0, window, big, seed, bench, r, e);                             \
+    }
+ATTN_CASE(a_128, 128, 8, 2, 200, 0, 0, false)
+ATTN_CASE(a_64_prefix, 64, 4, 4, 130, 70, 0, false)
+ATTN_CASE(a_256_win, 256, 8, 2, 300, 0, 100, false)
+ATTN_CASE(a_128_win_prefix, 128, 6, 3, 77, 50, 64, false)
+ATTN_CASE(ab_8b_4096, 128, 32, 8, 4096, 0, 0, true)
+ATTN_CASE(ab_27b_4096, 256, 24, 4, 4096, 0, 0, true)
+ATTN_CASE(ab_8b_32k_tail, 128, 32, 8, 1024, 31744, 0, true)
+ATTN_CASE(ab_gemma_win, 256, 8, 4, 4096, 0, 1024, true)
+
+#define GDN_CASE(fn, Hk, Hv, T, grouped, big)                                                                  \
+    static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
+        return pf_gdn_case(Hk, Hv, T, grouped, big, seed, bench, r, e);                                       \
+    }
+GDN_CASE(d_tiled, 2, 4, 200, false, false)
+GDN_CASE(d_grouped, 2, 6, 64, true, false)
+GDN_CASE(d_short, 1, 2, 37, false, false)
+GDN_CASE(db_27b_4096, 16, 48, 4096, false, true)
+
+/* covers: gemm_q_kernel dequant_bf16_kernel f32_to_bf16_kernel fa_prefill_kernel
+ * covers: gdn_chunk_prep_kernel gdn_chunk_scan_kernel */
+const cuda_check_case cuda_check_prefill_cases[] = {
+    {"gemm", "q4_0 328x1088 T=200", g_q4_0},
+    {"gemm", "q4_1 328x1088 T=200", g_q4_1},
+    {"gemm", "q5_0 328x1088 T=200", g_q5_0},
+    {"gemm", "q8_0 328x1088 T=200", g_q8_0},
+    {"gemm", "q4_k 328x1280 T=200", g_q4_k},
+    {"gemm", "q5_k 328x1280 T=200", g_q5_k},
+    {"gemm", "q6_k 328x1280 T=200", g_q6_k},
+    {"gemm", "q4_k 130x512 T=1", g_q4_k_t1},
+    {"flash_attn_prefill", "D=128 Hq=8/2 T=200", a_128},
+    {"flash_attn_prefill", "D=64 Hq=4/4 T=130 pos0=70", a_64_prefix},
+    {"flash_attn_prefill", "D=256 Hq=8/2 T=300 win=100", a_256_win},
+    {"flash_attn_prefill", "D=128 Hq=6/3 T=77 pos0=50 win=64", a_128_win_prefix},
+    {"gdn_chunk", "Hk=2 Hv=4 T=200 tiled", d_tiled},
+    {"gdn_chunk", "Hk=2 Hv=6 T=64 grouped", d_grouped},
+    {"gdn_chunk", "Hk=1 Hv=2 T=37", d_short},
+    {"gemm", "q4_k 4096x4096 T=512 pbench", b_q4k_4k_512},
+    {"gemm", "q4_k 4096x4096 T=4096 pbench", b_q4k_4k_4096},
+    {"gemm", "q4_k 14336x4096 T=512 pbench", b_q4k_up_512},
+    {"gemm", "q4_k 14336x4096 T=4096 pbench", b_q4k_up_4096},
+    {"gemm", "q4_k 4096x14336 T=512 pbench", b_q4k_dn_512},
+    {"gemm", "q4_k 4096x14336 T=4096 pbench", b_q4k_dn_4096},
+    {"gemm", "q6_k 14336x4096 T=4096 pbench", b_q6k_up_4096},
+    {"gemm", "q8_0 14336x4096 T=4096 pbench", b_q8_0_up_4096},
+    {"gemm", "q5_k 14336x4096 T=4096 pbench", b_q5k_up_4096},
+    {"gemm", "q4_0 14336x4096 T=4096 pbench", b_q4_0_up_4096},
+    {"gemm", "bf16 2-pass 14336x4096 T=512 pbench", b_bf16_up_512},
+    {"gemm", "bf16 2-pass 14336x4096 T=4096 pbench", b_bf16_up_4096},
+    {"gemm", "q4_k 17408x5120 T=512 pbench", b_q4k_27f_512},
+    {"gemm", "q4_k 17408x5120 T=4096 pbench", b_q4k_27f_4096},
+    {"gemm", "q4_k 5120x17408 T=4096 pbench", b_q4k_27d_4096},
+    {"gemm", "q5_k 10240x5120 T=4096 pbench", b_q5k_27g_4096},
+    {"flash_attn_prefill", "D=128 Hq=32/8 T=4096 pbench", ab_8b_4096},
+    {"flash_attn_prefill", "D=256 Hq=24/4 T=4096 pbench", ab_27b_4096},
+    {"flash_attn_prefill", "D=128 Hq=32/8 T=1024 pos0=31744 pbench", ab_8b_32k_tail},
+    {"flash_attn_prefill", "D=256 Hq=8/4 T=4096 win=1024 pbench", ab_gemma_win},
+    {"gdn_chunk", "Hk=16 Hv=48 T=4096 pbench", db_27b_4096},
+};
+const int cuda_check_prefill_n = (int)(sizeof cuda_check_prefill_cases / sizeof cuda_check_prefill_cases[0]);

@@ -1,0 +1,440 @@
+/* gemm_q: prefill matrix products on tensor cores, Y[T][N] = X[T][K] . W[N][K]^T.
+ *
+ * X: activations as bf16 (cuda_f32_to_bf16 makes them from f32), row-major [T][K].
+ * W: a weight matrix of N rows of K values, either in its GGUF block layout (Q4_0, Q4_1, Q5_0, Q8_0,
+ *    Q4_K, Q5_K, Q6_K) or already bf16 [N][K]. Y: f32 [T][N].
+ *
+ * Why this shape: prefill is compute-bound, so the weights are dequantized to bf16 tiles in shared memory
+ * and fed to mma.sync m16n8k16 (bf16 x bf16 -> f32), with every scale folded in before the MMA, so the
+ * accumulators run over all of K uninterrupted. (The alternative, int8 MMA on q8_1 activations, must
+ * rescale the int32 results every 16-32 values of K.) The dequantization is the CPU's to_float, the same
+ * float operations in the same order without FMA contraction, then rounded to bf16: a weight reaches the
+ * tensor core as bf16(to_float(w)) exactly (checked bit for bit through cuda_dequant_bf16).
+ *
+ * Tiling (gemm_q_kernel): a block of 256 threads computes a 128 (tokens) x 128 (weight rows) tile of Y,
+ * stepping through K 64 values at a time; 8 warps as 2 (M) x 4 (N), each warp 64 x 32 = 4 x 4 mma tiles.
+ * A cp.async pipeline of STAGES steps keeps X tiles (bf16, swizzled) and the raw weight bytes of each row's
+ * k-range in flight; each step the block dequantizes the raw bytes of step k+1 into a bf16 tile (double
+ * buffered) while its warps run the MMAs of step k, one barrier per step. For bf16 weights the weight
+ * tile is copied like X and used directly (the two-pass path: cuda_dequant_bf16, then cuda_gemm_bf16).
+ *
+ * Raw weight bytes: a step covers values [k0, k0 + 64) of each row: the whole 256-value super-block that
+ * holds them for k-quants, two 32-value blocks otherwise. Blocks are not 16-byte aligned in general (Q6_K
+ * 210 bytes, Q8_0 34), so each row copies the 16-byte-aligned granules around its span (NCH of them) and
+ * remembers the misalignment; granules past the end of W are zero-filled (cp.async source size), so W
+ * needs only 16-byte alignment and no padding. Rows past N read zeros and are not stored. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "backends/cuda/kernels.h"
+#include "backends/cuda/kernels/prefill_mma.cuh"
+#include "quant/qtype.h"
+
+#define GQ_BM 128
+#define GQ_BN 128
+#define GQ_BK 64
+#define GQ_THREADS 256
+
+/* ---- the block formats, on the device: traits and one 8-value dequantizer per type ---- */
+
+template <int QT> struct gq_type;
+template <> struct gq_type<QT_Q4_0> { enum { QK = 32, BS = 18 }; };
+template <> struct gq_type<QT_Q4_1> { enum { QK = 32, BS = 20 }; };
+template <> struct gq_type<QT_Q5_0> { enum { QK = 32, BS = 22 }; };
+template <> struct gq_type<QT_Q8_0> { enum { QK = 32, BS = 34 }; };
+template <> struct gq_type<QT_Q4_K> { enum { QK = 256, BS = 144 }; };
+template <> struct gq_type<QT_Q5_K> { enum { QK = 256, BS = 176 }; };
+template <> struct gq_type<QT_Q6_K> { enum { QK = 256, BS = 210 }; };
+template <> struct gq_type<QT_BF16> { enum { QK = 1, BS = 2 }; }; /* the two-pass path's dequantized rows */
+
+/* bytes of one row's span per k step, and the 16-byte granules that always cover it whatever its
+ * alignment (one more than the span needs when aligned) */
+template <int QT> struct gq_span {
+    enum {
+        BYTES = gq_type<QT>::QK >= GQ_BK ? gq_type<QT>::BS : gq_type<QT>::BS * (GQ_BK / gq_type<QT>::QK),
+        NCH = (BYTES + 15) / 16 + 1
+    };
+};
+
+__device__ __forceinline__ float gq_half(const uint8_t *p) {
+    return __half2float(__ushort_as_half((unsigned short)(p[0] | (p[1] << 8))));
+}
+
+/* Q4_K / Q5_K 6-bit scale and min of sub-block j (as quant_k4_scale_min) */
+__device__ __forceinline__ void gq_k4_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 2) & 0x30);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30);
+    }
+}
+
+/* v[0..8) = to_float of values p..p+7 (p a multiple of 8) of the block at b; _rn intrinsics keep
+ * nvcc from contracting into FMAs, so the floats equal the CPU dequantizer's */
+template <int QT> __device__ __forceinline__ void gq_dequant8(const uint8_t *b, int p, float v[8]);
+
+template <> __device__ __forceinline__ void gq_dequant8<QT_Q4_0>(const uint8_t *b, int p, float v[8]) {
+    const float d = gq_half(b);
+    const uint8_t *qs = b + 2;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int q = p < 16 ? (qs[p + i] & 15) : (qs[p - 16 + i] >> 4);
+        v[i] = __fmul_rn(d, (float)(q - 8));
+    }
+}
+template <> __device__ __forceinline__ void gq_dequant8<QT_Q4_1>(const uint8_t *b, int p, float v[8]) {
+    const float d = gq_half(b), m = gq_half(b + 2);
+    const uint8_t *qs = b + 4;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int q = p < 16 ? (qs[p + i] & 15) : (qs[p - 16 + i] >> 4);
+        v[i] = __fadd_rn(__fmul_rn(d, (float)q), m);
+    }
+}
+template <> __device__ __forceinline__ void gq_dequant8<QT_Q5_0>(const uint8_t *b, int p, float v[8]) {
+    const float d = gq_half(b);
+    const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+    const uint8_t *qs = b + 6;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int j = p + i;
+        int lo = j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4);
+        int q = lo | (int)((qh >> j) & 1) << 4;
+        v[i] = __fmul_rn(d, (float)(q - 16));
+    }
+}
+template <> __device__ __forceinline__ void gq_dequant8<QT_Q8_0>(const uint8_t *b, int p, float v[8]) {
+    const float d = gq_half(b);
+#pragma unroll
+    for (int i = 0; i < 8; i++) v[i] = __fmul_rn((float)(int8_t)b[2 + p + i], d);
+}
+/* sub-block j's d * sc and dmin * m of a Q4_K / Q5_K block (d, dmin, scales at its start) */
+__device__ __forceinline__ void gq_k4_dl_ml(const uint8_t *b, int j, float *dl, float *ml) {
+    int sc, m;
+    gq_k4_scale_min(b + 4, j, &sc, &m);
+    *dl = __fmul_rn(gq_half(b), (float)sc);
+    *ml = __fmul_rn(gq_half(b + 2), (float)m);
+}
+
+template <> __device__ __forceinline__ void gq_dequant8<QT_Q4_K>(const uint8_t *b, int p, float v[8]) {
+    const int j = p / 32;
+    float dl, ml;
+    gq_k4_dl_ml(b, j, &dl, &ml);
+    const uint8_t *qs = b + 16 + 32 * (j / 2) + p % 32;
+#pragma unroll
+    for (int i = 0; i < 8; i++) v[i] = __fsub_rn(__fmul_rn(dl, (float)((qs[i] >> (4 * (j % 2))) & 15)), ml);
+}
+template <> __device__ __forceinline__ void gq_dequant8<QT_Q5_K>(const uint8_t *b, int p, float v[8]) {
+    const int j = p / 32;
+    float dl, ml;
+    gq_k4_dl_ml(b, j, &dl, &ml);
+    const uint8_t *qh = b + 16 + p % 32, *qs = b + 48 + 32 * (j / 2) + p % 32;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int q = ((qs[i] >> (4 * (j % 2))) & 15) | ((qh[i] >> j) & 1) << 4;
+        v[i] = __fsub_rn(__fmul_rn(dl, (float)q), ml);
+    }
+}
+template <> __device__ __forceinline__ void gq_dequant8<QT_Q6_K>(const uint8_t *b, int p, float v[8]) {
+    const float d = gq_half(b + 208);
+    const float dl = __fmul_rn(d, (float)(int8_t)b[192 + p / 16]);
+    const int h = p / 128, r = p % 128;
+    const uint8_t *ql = b + 64 * h + r % 64, *qh = b + 128 + 32 * h + r % 32;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int q = (((ql[i] >> (4 * (r / 64))) & 15) | ((qh[i] >> (2 * (r / 32))) & 3) << 4) - 32;
+        v[i] = __fmul_rn(dl, (float)q);
+    }
+}
+
+__device__ __forceinline__ uint4 gq_pack_bf16(const float v[8]) {
+    uint4 o;
+    uint32_t *w = (uint32_t *)&o;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+        w[i] = *(uint32_t *)&h;
+    }
+    return o;
+}
+
+/* the block holding values [k0 + 8c, k0 + 8c + 8) of a row and the index of the first of them in it,
+ * given the start of the row's span for step k0 (the block holding k0) */
+template <int QT> __device__ __forceinline__ const uint8_t *gq_chunk_block(const uint8_t *span, int k0, int c, int *p) {
+    if (gq_type<QT>::QK >= GQ_BK) {
+        *p = k0 % gq_type<QT>::QK + 8 * c;
+        return span;
+    }
+    *p = (8 * c) % gq_type<QT>::QK;
+    return span + (8 * c / gq_type<QT>::QK) * gq_type<QT>::BS;
+}
+
+/* ---- the two-pass path's dequantizer: Wd[N][K] bf16 = bf16(to_float(W)); grid (K/64, N), 8 threads ---- */
+
+template <int QT> __global__ void dequant_bf16_kernel(const uint8_t *__restrict__ W, __nv_bfloat16 *__restrict__ Wd, int K) {
+    const int n = blockIdx.y, k0 = blockIdx.x * GQ_BK, c = threadIdx.x;
+    const size_t row_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS;
+    const uint8_t *span = W + n * row_bytes + (size_t)(k0 / gq_type<QT>::QK) * gq_type<QT>::BS;
+    int p;
+    const uint8_t *blk = gq_chunk_block<QT>(span, k0, c, &p);
+    float v[8];
+    gq_dequant8<QT>(blk, p, v);
+    *(uint4 *)(Wd + (size_t)n * K + k0 + 8 * c) = gq_pack_bf16(v);
+}
+
+/* ---- the GEMM ---- */
+
+/* QT = QT_BF16: W is bf16 [N][K], copied like X. Otherwise W is in QT's block layout. */
+template <int QT, int ST> struct gq_smem {
+    enum {
+        A_STAGE = GQ_BM * GQ_BK * 2,
+        RAW_ROW = QT == QT_BF16 ? 0 : gq_span<QT>::NCH * 16,
+        B_STAGE = QT == QT_BF16 ? GQ_BN * GQ_BK * 2 : GQ_BN * RAW_ROW,
+        B_TILE = GQ_BN * GQ_BK * 2, /* one dequantized bf16 tile (two of them, double-buffered) */
+        BYTES = ST * (A_STAGE + B_STAGE) + (QT == QT_BF16 ? 0 : 2 * B_TILE)
+    };
+};
+
+/* issue the copies of step kt (X tile, and W tile or raw W spans) into stage slot st */
+template <int QT, int ST>
+__device__ __forceinline__ void gq_load_stage(uint8_t *smem, int st, int kt, const __nv_bfloat16 *X, const uint8_t *W,
+                                              size_t w_bytes, int T, int N, int K, int m0, int n0) {
+    typedef gq_smem<QT, ST> L;
+    const int tid = threadIdx.x, k0 = kt * GQ_BK;
+    const uint32_t a_base = pf_smem_addr(smem + st * L::A_STAGE);
+#pragma unroll
+    for (int i = tid; i < GQ_BM * 8; i += GQ_THREADS) {
+        const int r = i >> 3, c = i & 7, t = m0 + r;
+        const __nv_bfloat16 *src = t < T ? X + (size_t)t * K + k0 + 8 * c : X;
+        pf_cp_async16(a_base + pf_swz(r, c), src, t < T ? 16 : 0);
+    }
+    const uint32_t b_base = pf_smem_addr(smem + ST * L::A_STAGE + st * L::B_STAGE);
+    if constexpr (QT == QT_BF16) {
+        const __nv_bfloat16 *Wb = (const __nv_bfloat16 *)W;
+#pragma unroll
+        for (int i = tid; i < GQ_BN * 8; i += GQ_THREADS) {
+            const int r = i >> 3, c = i & 7, n = n0 + r;
+            const __nv_bfloat16 *src = n < N ? Wb + (size_t)n * K + k0 + 8 * c : Wb;
+            pf_cp_async16(b_base + pf_swz(r, c), src, n < N ? 16 : 0);
+        }
+    } else {
+        enum { NCH = gq_span<QT>::NCH };
+        const size_t row_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS;
+        const size_t blk_off = (size_t)(k0 / gq_type<QT>::QK) * gq_type<QT>::BS;
+        for (int i = tid; i < GQ_BN * NCH; i += GQ_THREADS) {
+            const int r = i / NCH, c = i % NCH, n = n0 + r;
+            const size_t off = (((size_t)n * row_bytes + blk_off) & ~(size_t)15) + 16 * (size_t)c;
+            int bytes = 0;
+            if (n < N && off < w_bytes) bytes = w_bytes - off < 16 ? (int)(w_bytes - off) : 16;
+            pf_cp_async16(b_base + r * L::RAW_ROW + 16 * c, bytes ? W + off : W, bytes);
+        }
+    }
+}
+
+/* dequantize the raw spans of step kt (slot st) into the bf16 tile `tile` */
+template <int QT, int ST>
+__device__ __forceinline__ void gq_dequant_stage(uint8_t *smem, int st, int kt, uint8_t *tile, int K, int n0) {
+    typedef gq_smem<QT, ST> L;
+    const int k0 = kt * GQ_BK;
+    const size_t row_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS;
+    const size_t blk_off = (size_t)(k0 / gq_type<QT>::QK) * gq_type<QT>::BS;
+    const uint8_t *raw = smem + ST * L::A_STAGE + st * L::B_STAGE;
+#pragma unroll
+    for (int i = threadIdx.x; i < GQ_BN * 8; i += GQ_THREADS) {
+        const int r = i >> 3, c = i & 7;
+        const int mis = (int)(((size_t)(n0 + r) * row_bytes + blk_off) & 15);
+        int p;
+        const uint8_t *blk = gq_chunk_block<QT>(raw + r * L::RAW_ROW + mis, k0, c, &p);
+        float v[8];
+        gq_dequant8<QT>(blk, p, v);
+        *(uint4 *)(tile + pf_swz(r, c)) = gq_pack_bf16(v);
+    }
+}
+
+/* grid (ceil(N/128), ceil(T/128)), 256 threads, gq_smem<QT>::BYTES of dynamic shared memory */
+template <int QT, int ST>
+__global__ void __launch_bounds__(GQ_THREADS)
+    gemm_q_kernel(const uint8_t *__restrict__ W, const __nv_bfloat16 *__restrict__ X, float *__restrict__ Y,
+                  size_t w_bytes, int T, int N, int K) {
+    typedef gq_smem<QT, ST> L;
+    extern __shared__ __align__(128) uint8_t smem[];
+    const int n0 = blockIdx.x * GQ_BN, m0 = blockIdx.y * GQ_BM;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
+    const int nk = K / GQ_BK;
+    uint8_t *tiles = smem + ST * (L::A_STAGE + L::B_STAGE);
+
+    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < ST - 1; s++) {
+        if (s < nk) gq_load_stage<QT, ST>(smem, s, s, X, W, w_bytes, T, N, K, m0, n0);
+        pf_cp_async_commit();
+    }
+    if constexpr (QT != QT_BF16) { /* the first step's tile, before the loop */
+        pf_cp_async_wait<ST - 2>();
+        __syncthreads();
+        gq_dequant_stage<QT, ST>(smem, 0, 0, tiles, K, n0);
+    }
+
+    for (int kt = 0; kt < nk; kt++) {
+        /* step kt's X (and W) resident; with quantized W also step kt+1's raw spans (dequantized below).
+         * The barrier also says every warp is done with step kt-1, whose slots get refilled now. */
+        if constexpr (QT == QT_BF16) pf_cp_async_wait<ST - 2>();
+        else pf_cp_async_wait<ST - 3>();
+        __syncthreads();
+        if (kt + ST - 1 < nk)
+            gq_load_stage<QT, ST>(smem, (kt + ST - 1) % ST, kt + ST - 1, X, W, w_bytes, T, N, K, m0, n0);
+        pf_cp_async_commit();
+        if constexpr (QT != QT_BF16) {
+            if (kt + 1 < nk)
+                gq_dequant_stage<QT, ST>(smem, (kt + 1) % ST, kt + 1, tiles + ((kt + 1) & 1) * L::B_TILE, K, n0);
+        }
+
+        const uint32_t a_base = pf_smem_addr(smem + (kt % ST) * L::A_STAGE);
+        const uint32_t b_base = QT == QT_BF16 ? pf_smem_addr(smem + ST * L::A_STAGE + (kt % ST) * L::B_STAGE)
+                                              : pf_smem_addr(tiles + (kt & 1) * L::B_TILE);
+#pragma unroll
+        for (int ks = 0; ks < GQ_BK / 16; ks++) {
+            uint32_t a[4][4], b[4][2];
+#pragma unroll
+            for (int mi = 0; mi < 4; mi++)
+                pf_ldmatrix_x4(a[mi], a_base + pf_swz(wm * 64 + mi * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+#pragma unroll
+            for (int nj = 0; nj < 2; nj++) {
+                uint32_t r[4];
+                pf_ldmatrix_x4(r, b_base + pf_swz(wn * 32 + nj * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                 ks * 2 + ((lane >> 3) & 1)));
+                b[2 * nj][0] = r[0];
+                b[2 * nj][1] = r[1];
+                b[2 * nj + 1][0] = r[2];
+                b[2 * nj + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mi = 0; mi < 4; mi++)
+#pragma unroll
+                for (int ni = 0; ni < 4; ni++) pf_mma_bf16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+        }
+    }
+    pf_cp_async_wait<0>();
+
+    /* c0,c1: row lane/4, columns 2(lane%4)+{0,1}; c2,c3: row lane/4 + 8 */
+#pragma unroll
+    for (int mi = 0; mi < 4; mi++)
+#pragma unroll
+        for (int ni = 0; ni < 4; ni++) {
+            const int col = n0 + wn * 32 + ni * 8 + 2 * (lane & 3);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int t = m0 + wm * 64 + mi * 16 + (lane >> 2) + 8 * h;
+                if (t >= T) continue;
+                float *y = Y + (size_t)t * N + col;
+                if (col + 1 < N) *(float2 *)y = make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+                else if (col < N) y[0] = acc[mi][ni][2 * h];
+            }
+        }
+}
+
+/* y[n] = bf16(x[n]), round to nearest even; grid-stride */
+__global__ void f32_to_bf16_kernel(const float *__restrict__ x, __nv_bfloat16 *__restrict__ y, int64_t n) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __float2bfloat16_rn(x[i]);
+}
+
+/* ---- launchers ---- */
+
+static int gq_qk(int type) {
+    switch (type) {
+    case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q8_0: return 32;
+    case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return 256;
+    case QT_BF16: return 1;
+    default: return 0;
+    }
+}
+
+extern "C" int cuda_gemm_q_supports(int type) { return gq_qk(type) != 0 && type != QT_BF16; }
+
+template <int QT, int ST> static int gq_launch_st(const void *W, const void *X, float *Y, int T, int N, int K, cudaStream_t s) {
+    const int bytes = (int)gq_smem<QT, ST>::BYTES;
+    cudaError_t ce = cudaFuncSetAttribute(gemm_q_kernel<QT, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (ce != cudaSuccess) return CUDA_KERR_LAUNCH;
+    const size_t w_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS * (size_t)N;
+    dim3 grid((N + GQ_BN - 1) / GQ_BN, (T + GQ_BM - 1) / GQ_BM);
+    gemm_q_kernel<QT, ST><<<grid, GQ_THREADS, bytes, s>>>((const uint8_t *)W, (const __nv_bfloat16 *)X, Y, w_bytes, T, N, K);
+    return pf_launched();
+}
+
+/* 4 pipeline stages where the block's shared memory allows (sm_90: 227 KB), else 3 (sm_80: 163 KB);
+ * Q6_K's raw spans do not fit 3 stages on sm_80: that returns CUDA_KERR_UNSUPPORTED and the caller
+ * takes the two-pass path (cuda_dequant_bf16 + cuda_gemm_bf16). */
+template <int QT> static int gq_launch(const void *W, const void *X, float *Y, int T, int N, int K, cudaStream_t s) {
+    int dev = 0, optin = 0;
+    cudaError_t ce = cudaGetDevice(&dev);
+    if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (ce != cudaSuccess) return CUDA_KERR_LAUNCH;
+    if (optin >= (int)gq_smem<QT, 4>::BYTES) return gq_launch_st<QT, 4>(W, X, Y, T, N, K, s);
+    if (optin >= (int)gq_smem<QT, 3>::BYTES) return gq_launch_st<QT, 3>(W, X, Y, T, N, K, s);
+    return CUDA_KERR_UNSUPPORTED;
+}
+
+extern "C" int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s) {
+    const int qk = gq_qk(type);
+    if (!qk || type == QT_BF16) return CUDA_KERR_UNSUPPORTED;
+    if (!W || !X || !Y || T < 1 || N < 1 || K < GQ_BK || K % GQ_BK || K % qk || ((uintptr_t)W & 15) ||
+        ((uintptr_t)X & 15) || ((uintptr_t)Y & 7) || N % 2)
+        return CUDA_KERR_ARGS;
+    switch (type) {
+    case QT_Q4_0: return gq_launch<QT_Q4_0>(W, X, Y, T, N, K, s);
+    case QT_Q4_1: return gq_launch<QT_Q4_1>(W, X, Y, T, N, K, s);
+    case QT_Q5_0: return gq_launch<QT_Q5_0>(W, X, Y, T, N, K, s);
+    case QT_Q8_0: return gq_launch<QT_Q8_0>(W, X, Y, T, N, K, s);
+    case QT_Q4_K: return gq_launch<QT_Q4_K>(W, X, Y, T, N, K, s);
+    case QT_Q5_K: return gq_launch<QT_Q5_K>(W, X, Y, T, N, K, s);
+    default: return gq_launch<QT_Q6_K>(W, X, Y, T, N, K, s);
+    }
+}
+
+extern "C" int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s) {
+    if (!W || !X || !Y || T < 1 || N < 1 || K < GQ_BK || K % GQ_BK || ((uintptr_t)W & 15) || ((uintptr_t)X & 15) ||
+        ((uintptr_t)Y & 7) || N % 2)
+        return CUDA_KERR_ARGS;
+    return gq_launch<QT_BF16>(W, X, Y, T, N, K, s);
+}
+
+template <int QT> static int dq_launch(const void *W, uint16_t *Wd, int N, int K, cudaStream_t s) {
+    dequant_bf16_kernel<QT><<<dim3(K / GQ_BK, N), 8, 0, s>>>((const uint8_t *)W, (__nv_bfloat16 *)Wd, K);
+    return pf_launched();
+}
+
+extern "C" int cuda_dequant_bf16(int type, const void *W, uint16_t *Wd, int N, int K, cudaStream_t s) {
+    const int qk = gq_qk(type);
+    if (!qk || type == QT_BF16) return CUDA_KERR_UNSUPPORTED;
+    if (!W || !Wd || N < 1 || N > 65535 || K < GQ_BK || K % GQ_BK || K % qk || ((uintptr_t)Wd & 15))
+        return CUDA_KERR_ARGS;
+    switch (type) {
+    case QT_Q4_0: return dq_launch<QT_Q4_0>(W, Wd, N, K, s);
+    case QT_Q4_1: return dq_launch<QT_Q4_1>(W, Wd, N, K, s);
+    case QT_Q5_0: return dq_launch<QT_Q5_0>(W, Wd, N, K, s);
+    case QT_Q8_0: return dq_launch<QT_Q8_0>(W, Wd, N, K, s);
+    case QT_Q4_K: return dq_launch<QT_Q4_K>(W, Wd, N, K, s);
+    case QT_Q5_K: return dq_launch<QT_Q5_K>(W, Wd, N, K, s);
+    default: return dq_launch<QT_Q6_K>(W, Wd, N, K, s);
+    }
+}
+
+extern "C" int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStream_t s) {
+    if (!x || !y || n < 0) return CUDA_KERR_ARGS;
+    if (n == 0) return CUDA_KERR_OK;
+    int64_t blocks = (n + 255) / 256;
+    f32_to_bf16_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s>>>(x, (__nv_bfloat16 *)y, n);
+    return pf_launched();
+}
