@@ -13,7 +13,19 @@
 #define LLM170_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+/* LLM170_API marks the functions of this API: the only symbols a shared build of the library
+ * (libllm170.so, compiled with -fvisibility=hidden) exports. Define it before including this header to
+ * override (e.g. empty). */
+#ifndef LLM170_API
+#if defined(__GNUC__) || defined(__clang__)
+#define LLM170_API __attribute__((visibility("default")))
+#else
+#define LLM170_API
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,30 +36,30 @@ typedef struct llm170_context llm170_context;
 typedef struct llm170_sampler llm170_sampler;
 
 /* The message of the last failed call on this thread ("" if none). */
-const char *llm170_last_error(void);
+LLM170_API const char *llm170_last_error(void);
 
 typedef struct llm170_model_params {
     int n_threads;   /* CPU threads (>= 1) */
     bool exact;      /* f32 reference matmuls instead of quantized dot products (slow; for checks) */
 } llm170_model_params;
 
-llm170_model_params llm170_model_default_params(void);
+LLM170_API llm170_model_params llm170_model_default_params(void);
 
-int llm170_model_load(const char *path, const llm170_model_params *params, llm170_model **out);
-void llm170_model_free(llm170_model *m);
+LLM170_API int llm170_model_load(const char *path, const llm170_model_params *params, llm170_model **out);
+LLM170_API void llm170_model_free(llm170_model *m);
 
-int llm170_model_n_vocab(const llm170_model *m);
-int llm170_model_n_embd(const llm170_model *m);
-int llm170_model_n_ctx_train(const llm170_model *m);
-const char *llm170_model_arch(const llm170_model *m);
+LLM170_API int llm170_model_n_vocab(const llm170_model *m);
+LLM170_API int llm170_model_n_embd(const llm170_model *m);
+LLM170_API int llm170_model_n_ctx_train(const llm170_model *m);
+LLM170_API const char *llm170_model_arch(const llm170_model *m);
 /* Bytes of all tensor data, and the number of parameters (elements of all tensors). */
-uint64_t llm170_model_size(const llm170_model *m);
-uint64_t llm170_model_n_params(const llm170_model *m);
+LLM170_API uint64_t llm170_model_size(const llm170_model *m);
+LLM170_API uint64_t llm170_model_n_params(const llm170_model *m);
 /* A one-line description like llama.cpp's: "qwen35 0.8B Q4_K - Medium". */
-void llm170_model_desc(const llm170_model *m, char *buf, int cap);
+LLM170_API void llm170_model_desc(const llm170_model *m, char *buf, int cap);
 /* End-of-generation token ids from the file's metadata (eos, eot, ...); returns how many were written
  * to ids (at most cap). */
-int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap);
+LLM170_API int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap);
 
 /* ---- text: the model file's own tokenizer and chat template ----
  * These fail with a clear error if the file has no tokenizer (or template) metadata. Arrays and strings
@@ -55,31 +67,31 @@ int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap);
 
 /* Encodes len bytes of UTF-8 text (invalid bytes become U+FFFD). add_special: BOS/EOS as the vocabulary
  * says; parse_special: control tokens written in the text ("<|im_start|>") become their ids. */
-int llm170_tokenize(const llm170_model *m, const char *text, size_t len, bool add_special, bool parse_special,
-                    int32_t **ids, size_t *n_ids);
+LLM170_API int llm170_tokenize(const llm170_model *m, const char *text, size_t len, bool add_special,
+                               bool parse_special, int32_t **ids, size_t *n_ids);
 /* Decodes ids to text; special: include the text of control tokens. */
-int llm170_detokenize(const llm170_model *m, const int32_t *ids, size_t n_ids, bool special, char **text,
-                      size_t *len);
+LLM170_API int llm170_detokenize(const llm170_model *m, const int32_t *ids, size_t n_ids, bool special,
+                                 char **text, size_t *len);
 /* Whether id ends a generation (eos, eot, turn-end tokens). */
-bool llm170_token_is_eog(const llm170_model *m, int32_t id);
+LLM170_API bool llm170_token_is_eog(const llm170_model *m, int32_t id);
 
 /* Streaming detokenizer: push one generated token at a time; each push yields the bytes that became whole
  * UTF-8 characters (a character split across tokens is held until complete). *out stays valid until the
  * next call on the same stream. A stream must be freed before its model. */
 typedef struct llm170_detok llm170_detok;
-int llm170_detok_new(const llm170_model *m, bool special, llm170_detok **out);
-void llm170_detok_free(llm170_detok *d);
-int llm170_detok_push(llm170_detok *d, int32_t id, const char **out, size_t *len);
+LLM170_API int llm170_detok_new(const llm170_model *m, bool special, llm170_detok **out);
+LLM170_API void llm170_detok_free(llm170_detok *d);
+LLM170_API int llm170_detok_push(llm170_detok *d, int32_t id, const char **out, size_t *len);
 /* Ends the stream: an incomplete held character comes out as U+FFFD. */
-int llm170_detok_flush(llm170_detok *d, const char **out, size_t *len);
+LLM170_API int llm170_detok_flush(llm170_detok *d, const char **out, size_t *len);
 
 /* Renders a conversation with the model's chat template (tokenizer.chat_template), as transformers'
  * apply_chat_template does. messages_json: an OpenAI-style messages array; tools_json: an array or NULL;
  * enable_thinking: -1 = the template's default, 0 / 1. template_override: NULL, or a template text, or
  * the name of a built-in ("chatml", "llama3", "gemma") used when the file has none. */
-int llm170_chat_render(const llm170_model *m, const char *messages_json, const char *tools_json,
-                       bool add_generation_prompt, int enable_thinking, const char *template_override,
-                       char **out, size_t *len);
+LLM170_API int llm170_chat_render(const llm170_model *m, const char *messages_json, const char *tools_json,
+                                  bool add_generation_prompt, int enable_thinking,
+                                  const char *template_override, char **out, size_t *len);
 
 typedef struct llm170_context_params {
     int n_seq;    /* parallel sequences (>= 1) */
@@ -87,10 +99,10 @@ typedef struct llm170_context_params {
     int n_batch;  /* most tokens per forward pass; longer batches are split (chunked prefill) */
 } llm170_context_params;
 
-llm170_context_params llm170_context_default_params(void);
+LLM170_API llm170_context_params llm170_context_default_params(void);
 
-int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm170_context **out);
-void llm170_context_free(llm170_context *c);
+LLM170_API int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm170_context **out);
+LLM170_API void llm170_context_free(llm170_context *c);
 
 /* One sequence's share of a batch: n_tokens tokens appended to sequence `seq`. */
 typedef struct llm170_seq_batch {
@@ -102,25 +114,26 @@ typedef struct llm170_seq_batch {
 
 /* Decodes a batch (each sequence at most once). On success the logits of the batch are readable with
  * llm170_logits until the next decode; on failure no sequence has advanced. */
-int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs);
+LLM170_API int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs);
 
 /* Row i of the last decode's logits (rows in batch order: for each sequence, n_tokens rows if
  * all_logits else one); NULL if i is out of range. n_vocab floats. */
-const float *llm170_logits(const llm170_context *c, int i);
+LLM170_API const float *llm170_logits(const llm170_context *c, int i);
 
 /* Row i of the last decode's final-normed hidden states (n_embd floats), as the MTP block reads them. */
-const float *llm170_hidden(const llm170_context *c, int i);
+LLM170_API const float *llm170_hidden(const llm170_context *c, int i);
 
 /* The model's MTP (multi-token prediction) block, for speculative decoding: for n rows, hidden[t]
  * (n_embd floats: the final-normed hidden state at some position p, from llm170_hidden) and next[t] (the
  * token at p+1) give, in logits[t] (n_vocab floats, caller-allocated), the block's logits for p+2.
  * Rows append to the sequence's MTP cache in order. Fails if the model has no MTP block. */
-int llm170_mtp_decode(llm170_context *c, int seq, const float *hidden, const int32_t *next, int n, float *logits);
+LLM170_API int llm170_mtp_decode(llm170_context *c, int seq, const float *hidden, const int32_t *next, int n,
+                                 float *logits);
 
 /* Tokens in sequence seq so far (the next token's position). */
-int llm170_seq_len(const llm170_context *c, int seq);
+LLM170_API int llm170_seq_len(const llm170_context *c, int seq);
 /* Forgets a sequence (its KV cache and recurrent state). */
-void llm170_seq_reset(llm170_context *c, int seq);
+LLM170_API void llm170_seq_reset(llm170_context *c, int seq);
 
 /* Prefix reuse. llm170_seq_truncate keeps the first n tokens of a sequence (0 <= n <= its length). Models
  * with recurrent (GDN) blocks cannot roll their state back, so for them only n == length (a no-op) or
@@ -130,10 +143,10 @@ void llm170_seq_reset(llm170_context *c, int seq);
  * puts them back and cuts the sequence to the saved length, which must not exceed its current length.
  * The caller promises the sequence still holds the tokens it held when saved (it was not reset since):
  * the KV cache below the saved length is then still exact. */
-int llm170_seq_truncate(llm170_context *c, int seq, int n);
-size_t llm170_seq_state_size(const llm170_context *c);
-int llm170_seq_save_state(const llm170_context *c, int seq, void *buf, size_t cap);
-int llm170_seq_restore_state(llm170_context *c, int seq, const void *buf, size_t size);
+LLM170_API int llm170_seq_truncate(llm170_context *c, int seq, int n);
+LLM170_API size_t llm170_seq_state_size(const llm170_context *c);
+LLM170_API int llm170_seq_save_state(const llm170_context *c, int seq, void *buf, size_t cap);
+LLM170_API int llm170_seq_restore_state(llm170_context *c, int seq, const void *buf, size_t size);
 
 typedef struct llm170_sampler_params {
     float temperature;       /* <= 0: greedy */
@@ -147,14 +160,15 @@ typedef struct llm170_sampler_params {
     uint64_t seed;
 } llm170_sampler_params;
 
-llm170_sampler_params llm170_sampler_default_params(void); /* greedy */
+LLM170_API llm170_sampler_params llm170_sampler_default_params(void); /* greedy */
 
-int llm170_sampler_new(const llm170_model *m, const llm170_sampler_params *p, llm170_sampler **out);
-void llm170_sampler_free(llm170_sampler *s);
+LLM170_API int llm170_sampler_new(const llm170_model *m, const llm170_sampler_params *p,
+                                 llm170_sampler **out);
+LLM170_API void llm170_sampler_free(llm170_sampler *s);
 /* Records a token (prompt or generated) for the penalties. */
-void llm170_sampler_accept(llm170_sampler *s, int32_t token);
+LLM170_API void llm170_sampler_accept(llm170_sampler *s, int32_t token);
 /* Picks a token from a row of logits. */
-int32_t llm170_sample(llm170_sampler *s, const float *logits);
+LLM170_API int32_t llm170_sample(llm170_sampler *s, const float *logits);
 
 #ifdef __cplusplus
 }
