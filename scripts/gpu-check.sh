@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # What one device call runs (docs/cuda.md): the CUDA conformance table, compute-sanitizer memcheck on the
 # check run, then the benchmark table. Expects the binary built on the developer machine in .devbin/
-# (llm170 plus the .so files it needs, see scripts/gpu-stage.sh) and $OUT from the device tool; writes
+# (llm170, gzipped, plus the .so files it needs: scripts/gpu-stage.sh) and $OUT from the device tool; writes
 # logs under $OUT and prints a short table last. Usage: scripts/gpu-check.sh [check|memcheck|bench]...
 set -u
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
+[ -f .devbin/llm170.gz ] && gunzip -f .devbin/llm170.gz && chmod +x .devbin/llm170
 bin() { LD_LIBRARY_PATH="$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" .devbin/llm170 "$@"; }
 steps=${*:-check memcheck bench}
 rc=0

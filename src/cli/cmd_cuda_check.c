@@ -15,11 +15,21 @@
 
 #define PEAK_GBPS 4450.0 /* H200 read bandwidth measured with a streaming kernel (shared/GPU.md) */
 
+/* filter: comma-separated substrings of "op variant"; a case matches if any does */
 static bool matches(const cuda_check_case *c, const char *filter) {
     if (!filter) return true;
-    char name[256];
+    char name[256], alt[128];
     snprintf(name, sizeof name, "%s %s", c->op, c->variant);
-    return strstr(name, filter) != NULL;
+    for (const char *p = filter; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n > 0 && n < sizeof alt) {
+            memcpy(alt, p, n);
+            alt[n] = 0;
+            if (strstr(name, alt)) return true;
+        }
+        p += n + (p[n] == ',');
+    }
+    return false;
 }
 
 /* runs one table; counts into *n_run / *n_bad */

@@ -8,130 +8,137 @@
 
 #include "backends/cuda/check_decode.h"
 
-static int q8_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_q8_1(1, 4096, false, s, b, r, e); }
-static int q8_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_q8_1(8, 14336, false, s, b, r, e); }
-static int q8_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_q8_1(1, 4096, true, s, b, r, e); }
-static int q8_d(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_q8_1(5, 2880, true, s, b, r, e); }
-static int gv_q4_0_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 1, s, b, r, e); }
-static int gv_q4_0_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 2, s, b, r, e); }
-static int gv_q4_0_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 3, s, b, r, e); }
-static int gv_q4_0_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 4, s, b, r, e); }
-static int gv_q4_0_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 5, s, b, r, e); }
-static int gv_q4_0_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 6, s, b, r, e); }
-static int gv_q4_0_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 7, s, b, r, e); }
-static int gv_q4_0_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 263, 2816, 8, s, b, r, e); }
-static int gv_q4_1_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 1, s, b, r, e); }
-static int gv_q4_1_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 2, s, b, r, e); }
-static int gv_q4_1_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 3, s, b, r, e); }
-static int gv_q4_1_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 4, s, b, r, e); }
-static int gv_q4_1_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 5, s, b, r, e); }
-static int gv_q4_1_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 6, s, b, r, e); }
-static int gv_q4_1_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 7, s, b, r, e); }
-static int gv_q4_1_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 263, 2816, 8, s, b, r, e); }
-static int gv_q5_0_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 1, s, b, r, e); }
-static int gv_q5_0_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 2, s, b, r, e); }
-static int gv_q5_0_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 3, s, b, r, e); }
-static int gv_q5_0_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 4, s, b, r, e); }
-static int gv_q5_0_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 5, s, b, r, e); }
-static int gv_q5_0_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 6, s, b, r, e); }
-static int gv_q5_0_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 7, s, b, r, e); }
-static int gv_q5_0_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 263, 2816, 8, s, b, r, e); }
-static int gv_q8_0_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 1, s, b, r, e); }
-static int gv_q8_0_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 2, s, b, r, e); }
-static int gv_q8_0_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 3, s, b, r, e); }
-static int gv_q8_0_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 4, s, b, r, e); }
-static int gv_q8_0_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 5, s, b, r, e); }
-static int gv_q8_0_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 6, s, b, r, e); }
-static int gv_q8_0_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 7, s, b, r, e); }
-static int gv_q8_0_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 263, 2816, 8, s, b, r, e); }
-static int gv_q4_k_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 1, s, b, r, e); }
-static int gv_q4_k_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 2, s, b, r, e); }
-static int gv_q4_k_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 3, s, b, r, e); }
-static int gv_q4_k_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 4, s, b, r, e); }
-static int gv_q4_k_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 5, s, b, r, e); }
-static int gv_q4_k_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 6, s, b, r, e); }
-static int gv_q4_k_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 7, s, b, r, e); }
-static int gv_q4_k_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 263, 2816, 8, s, b, r, e); }
-static int gv_q5_k_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 1, s, b, r, e); }
-static int gv_q5_k_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 2, s, b, r, e); }
-static int gv_q5_k_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 3, s, b, r, e); }
-static int gv_q5_k_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 4, s, b, r, e); }
-static int gv_q5_k_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 5, s, b, r, e); }
-static int gv_q5_k_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 6, s, b, r, e); }
-static int gv_q5_k_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 7, s, b, r, e); }
-static int gv_q5_k_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 263, 2816, 8, s, b, r, e); }
-static int gv_q6_k_t1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 1, s, b, r, e); }
-static int gv_q6_k_t2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 2, s, b, r, e); }
-static int gv_q6_k_t3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 3, s, b, r, e); }
-static int gv_q6_k_t4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 4, s, b, r, e); }
-static int gv_q6_k_t5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 5, s, b, r, e); }
-static int gv_q6_k_t6(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 6, s, b, r, e); }
-static int gv_q6_k_t7(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 7, s, b, r, e); }
-static int gv_q6_k_t8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 263, 2816, 8, s, b, r, e); }
-static int gvb_q4_0_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 4096, 4096, 1, s, b, r, e); }
-static int gvb_q4_0_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 14336, 4096, 1, s, b, r, e); }
-static int gvb_q4_0_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 4096, 14336, 1, s, b, r, e); }
-static int gvb_q4_0_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 14336, 4096, 8, s, b, r, e); }
-static int gvb_q4_0_896_4864_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 4864, 896, 1, s, b, r, e); }
-static int gvb_q4_0_896_151936_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_0, 151936, 896, 1, s, b, r, e); }
-static int gvb_q4_1_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 4096, 4096, 1, s, b, r, e); }
-static int gvb_q4_1_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 14336, 4096, 1, s, b, r, e); }
-static int gvb_q4_1_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 4096, 14336, 1, s, b, r, e); }
-static int gvb_q4_1_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 14336, 4096, 8, s, b, r, e); }
-static int gvb_q4_1_896_4864_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 4864, 896, 1, s, b, r, e); }
-static int gvb_q4_1_896_151936_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_1, 151936, 896, 1, s, b, r, e); }
-static int gvb_q5_0_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 4096, 4096, 1, s, b, r, e); }
-static int gvb_q5_0_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 14336, 4096, 1, s, b, r, e); }
-static int gvb_q5_0_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 4096, 14336, 1, s, b, r, e); }
-static int gvb_q5_0_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 14336, 4096, 8, s, b, r, e); }
-static int gvb_q5_0_896_4864_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 4864, 896, 1, s, b, r, e); }
-static int gvb_q5_0_896_151936_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_0, 151936, 896, 1, s, b, r, e); }
-static int gvb_q8_0_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 4096, 4096, 1, s, b, r, e); }
-static int gvb_q8_0_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 14336, 4096, 1, s, b, r, e); }
-static int gvb_q8_0_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 4096, 14336, 1, s, b, r, e); }
-static int gvb_q8_0_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 14336, 4096, 8, s, b, r, e); }
-static int gvb_q8_0_896_4864_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 4864, 896, 1, s, b, r, e); }
-static int gvb_q8_0_896_151936_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q8_0, 151936, 896, 1, s, b, r, e); }
-static int gvb_q4_k_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 4096, 4096, 1, s, b, r, e); }
-static int gvb_q4_k_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 14336, 4096, 1, s, b, r, e); }
-static int gvb_q4_k_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 4096, 14336, 1, s, b, r, e); }
-static int gvb_q4_k_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q4_K, 14336, 4096, 8, s, b, r, e); }
-static int gvb_q5_k_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 4096, 4096, 1, s, b, r, e); }
-static int gvb_q5_k_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 14336, 4096, 1, s, b, r, e); }
-static int gvb_q5_k_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 4096, 14336, 1, s, b, r, e); }
-static int gvb_q5_k_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q5_K, 14336, 4096, 8, s, b, r, e); }
-static int gvb_q6_k_4096_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 4096, 4096, 1, s, b, r, e); }
-static int gvb_q6_k_4096_14336_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 14336, 4096, 1, s, b, r, e); }
-static int gvb_q6_k_14336_4096_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 4096, 14336, 1, s, b, r, e); }
-static int gvb_q6_k_4096_14336_8(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 14336, 4096, 8, s, b, r, e); }
-static int gvb_q6k_head(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gemv(QT_Q6_K, 128256, 4096, 1, s, b, r, e); }
-static int rn_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rms_norm(1, 4096, true, s, b, r, e); }
-static int rn_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rms_norm(64, 128, true, s, b, r, e); }
-static int rn_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rms_norm(3, 896, false, s, b, r, e); }
-static int ew_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_eltwise(0, 14336, s, b, r, e); }
-static int ew_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_eltwise(1, 10243, s, b, r, e); }
-static int ew_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_eltwise(2, 6145, s, b, r, e); }
-static int ew_d(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_eltwise(3, 4099, s, b, r, e); }
-static int rp_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rope(2, 32, 128, 128, ROPE_NEOX, false, 32768, s, r, e); }
-static int rp_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rope(3, 24, 256, 64, ROPE_NEOX, false, 32768, s, r, e); }
-static int rp_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rope(3, 32, 128, 128, ROPE_NORM, true, 32768, s, r, e); }
-static int rp_d(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_rope(1, 8, 64, 32, ROPE_NORM, false, 4096, s, r, e); }
-static int at_0(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(1024, 1000, 32, 8, 128, 0, s, b, r, e); }
-static int at_1(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(4608, 4500, 24, 4, 256, 0, s, b, r, e); }
-static int at_2(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(3000, 2900, 8, 4, 256, 512, s, b, r, e); }
-static int at_3(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(300, 257, 14, 2, 64, 0, s, b, r, e); }
-static int at_4(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(32768, 32768, 32, 8, 128, 0, s, b, r, e); }
-static int at_5(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_attn(32768, 32000, 16, 2, 256, 4096, s, b, r, e); }
-static int gd_32_tiled(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gdn(16, 32, GDN_HEADS_TILED, s, b, r, e); }
-static int gd_32_grouped(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gdn(16, 32, GDN_HEADS_GROUPED, s, b, r, e); }
-static int gd_48_tiled(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gdn(16, 48, GDN_HEADS_TILED, s, b, r, e); }
-static int gd_48_grouped(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_gdn(16, 48, GDN_HEADS_GROUPED, s, b, r, e); }
-static int mr_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_moe_route(1, 256, 8, CUDA_MOE_SOFTMAX, 1, s, r, e); }
-static int mr_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_moe_route(4, 128, 8, CUDA_MOE_SOFTMAX, 1, s, r, e); }
-static int mr_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_moe_route(2, 64, 6, CUDA_MOE_SIGMOID, 0, s, r, e); }
-static int am_a(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_argmax(1, 151936, s, b, r, e); }
-static int am_b(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_argmax(4, 262144, s, b, r, e); }
-static int am_c(uint64_t s, bool b, cuda_check_result *r, err *e) { (void)b; return check_argmax(3, 32000, s, b, r, e); }
+/* one wrapper per variant, with the case signature of cuda_check.h (s: seed, b: bench, r: result) */
+#define CASE(name, call)                                                      \
+    static int name(uint64_t s, bool b, cuda_check_result *r, err *e) {       \
+        (void)b;                                                              \
+        return call;                                                          \
+    }
+
+CASE(q8_a, check_q8_1(1, 4096, false, s, b, r, e))
+CASE(q8_b, check_q8_1(8, 14336, false, s, b, r, e))
+CASE(q8_c, check_q8_1(1, 4096, true, s, b, r, e))
+CASE(q8_d, check_q8_1(5, 2880, true, s, b, r, e))
+CASE(gv_q4_0_t1, check_gemv(QT_Q4_0, 263, 2816, 1, s, b, r, e))
+CASE(gv_q4_0_t2, check_gemv(QT_Q4_0, 263, 2816, 2, s, b, r, e))
+CASE(gv_q4_0_t3, check_gemv(QT_Q4_0, 263, 2816, 3, s, b, r, e))
+CASE(gv_q4_0_t4, check_gemv(QT_Q4_0, 263, 2816, 4, s, b, r, e))
+CASE(gv_q4_0_t5, check_gemv(QT_Q4_0, 263, 2816, 5, s, b, r, e))
+CASE(gv_q4_0_t6, check_gemv(QT_Q4_0, 263, 2816, 6, s, b, r, e))
+CASE(gv_q4_0_t7, check_gemv(QT_Q4_0, 263, 2816, 7, s, b, r, e))
+CASE(gv_q4_0_t8, check_gemv(QT_Q4_0, 263, 2816, 8, s, b, r, e))
+CASE(gv_q4_1_t1, check_gemv(QT_Q4_1, 263, 2816, 1, s, b, r, e))
+CASE(gv_q4_1_t2, check_gemv(QT_Q4_1, 263, 2816, 2, s, b, r, e))
+CASE(gv_q4_1_t3, check_gemv(QT_Q4_1, 263, 2816, 3, s, b, r, e))
+CASE(gv_q4_1_t4, check_gemv(QT_Q4_1, 263, 2816, 4, s, b, r, e))
+CASE(gv_q4_1_t5, check_gemv(QT_Q4_1, 263, 2816, 5, s, b, r, e))
+CASE(gv_q4_1_t6, check_gemv(QT_Q4_1, 263, 2816, 6, s, b, r, e))
+CASE(gv_q4_1_t7, check_gemv(QT_Q4_1, 263, 2816, 7, s, b, r, e))
+CASE(gv_q4_1_t8, check_gemv(QT_Q4_1, 263, 2816, 8, s, b, r, e))
+CASE(gv_q5_0_t1, check_gemv(QT_Q5_0, 263, 2816, 1, s, b, r, e))
+CASE(gv_q5_0_t2, check_gemv(QT_Q5_0, 263, 2816, 2, s, b, r, e))
+CASE(gv_q5_0_t3, check_gemv(QT_Q5_0, 263, 2816, 3, s, b, r, e))
+CASE(gv_q5_0_t4, check_gemv(QT_Q5_0, 263, 2816, 4, s, b, r, e))
+CASE(gv_q5_0_t5, check_gemv(QT_Q5_0, 263, 2816, 5, s, b, r, e))
+CASE(gv_q5_0_t6, check_gemv(QT_Q5_0, 263, 2816, 6, s, b, r, e))
+CASE(gv_q5_0_t7, check_gemv(QT_Q5_0, 263, 2816, 7, s, b, r, e))
+CASE(gv_q5_0_t8, check_gemv(QT_Q5_0, 263, 2816, 8, s, b, r, e))
+CASE(gv_q8_0_t1, check_gemv(QT_Q8_0, 263, 2816, 1, s, b, r, e))
+CASE(gv_q8_0_t2, check_gemv(QT_Q8_0, 263, 2816, 2, s, b, r, e))
+CASE(gv_q8_0_t3, check_gemv(QT_Q8_0, 263, 2816, 3, s, b, r, e))
+CASE(gv_q8_0_t4, check_gemv(QT_Q8_0, 263, 2816, 4, s, b, r, e))
+CASE(gv_q8_0_t5, check_gemv(QT_Q8_0, 263, 2816, 5, s, b, r, e))
+CASE(gv_q8_0_t6, check_gemv(QT_Q8_0, 263, 2816, 6, s, b, r, e))
+CASE(gv_q8_0_t7, check_gemv(QT_Q8_0, 263, 2816, 7, s, b, r, e))
+CASE(gv_q8_0_t8, check_gemv(QT_Q8_0, 263, 2816, 8, s, b, r, e))
+CASE(gv_q4_k_t1, check_gemv(QT_Q4_K, 263, 2816, 1, s, b, r, e))
+CASE(gv_q4_k_t2, check_gemv(QT_Q4_K, 263, 2816, 2, s, b, r, e))
+CASE(gv_q4_k_t3, check_gemv(QT_Q4_K, 263, 2816, 3, s, b, r, e))
+CASE(gv_q4_k_t4, check_gemv(QT_Q4_K, 263, 2816, 4, s, b, r, e))
+CASE(gv_q4_k_t5, check_gemv(QT_Q4_K, 263, 2816, 5, s, b, r, e))
+CASE(gv_q4_k_t6, check_gemv(QT_Q4_K, 263, 2816, 6, s, b, r, e))
+CASE(gv_q4_k_t7, check_gemv(QT_Q4_K, 263, 2816, 7, s, b, r, e))
+CASE(gv_q4_k_t8, check_gemv(QT_Q4_K, 263, 2816, 8, s, b, r, e))
+CASE(gv_q5_k_t1, check_gemv(QT_Q5_K, 263, 2816, 1, s, b, r, e))
+CASE(gv_q5_k_t2, check_gemv(QT_Q5_K, 263, 2816, 2, s, b, r, e))
+CASE(gv_q5_k_t3, check_gemv(QT_Q5_K, 263, 2816, 3, s, b, r, e))
+CASE(gv_q5_k_t4, check_gemv(QT_Q5_K, 263, 2816, 4, s, b, r, e))
+CASE(gv_q5_k_t5, check_gemv(QT_Q5_K, 263, 2816, 5, s, b, r, e))
+CASE(gv_q5_k_t6, check_gemv(QT_Q5_K, 263, 2816, 6, s, b, r, e))
+CASE(gv_q5_k_t7, check_gemv(QT_Q5_K, 263, 2816, 7, s, b, r, e))
+CASE(gv_q5_k_t8, check_gemv(QT_Q5_K, 263, 2816, 8, s, b, r, e))
+CASE(gv_q6_k_t1, check_gemv(QT_Q6_K, 263, 2816, 1, s, b, r, e))
+CASE(gv_q6_k_t2, check_gemv(QT_Q6_K, 263, 2816, 2, s, b, r, e))
+CASE(gv_q6_k_t3, check_gemv(QT_Q6_K, 263, 2816, 3, s, b, r, e))
+CASE(gv_q6_k_t4, check_gemv(QT_Q6_K, 263, 2816, 4, s, b, r, e))
+CASE(gv_q6_k_t5, check_gemv(QT_Q6_K, 263, 2816, 5, s, b, r, e))
+CASE(gv_q6_k_t6, check_gemv(QT_Q6_K, 263, 2816, 6, s, b, r, e))
+CASE(gv_q6_k_t7, check_gemv(QT_Q6_K, 263, 2816, 7, s, b, r, e))
+CASE(gv_q6_k_t8, check_gemv(QT_Q6_K, 263, 2816, 8, s, b, r, e))
+CASE(gvb_q4_0_4096_4096_1, check_gemv(QT_Q4_0, 4096, 4096, 1, s, b, r, e))
+CASE(gvb_q4_0_4096_14336_1, check_gemv(QT_Q4_0, 14336, 4096, 1, s, b, r, e))
+CASE(gvb_q4_0_14336_4096_1, check_gemv(QT_Q4_0, 4096, 14336, 1, s, b, r, e))
+CASE(gvb_q4_0_4096_14336_8, check_gemv(QT_Q4_0, 14336, 4096, 8, s, b, r, e))
+CASE(gvb_q4_0_896_4864_1, check_gemv(QT_Q4_0, 4864, 896, 1, s, b, r, e))
+CASE(gvb_q4_0_896_151936_1, check_gemv(QT_Q4_0, 151936, 896, 1, s, b, r, e))
+CASE(gvb_q4_1_4096_4096_1, check_gemv(QT_Q4_1, 4096, 4096, 1, s, b, r, e))
+CASE(gvb_q4_1_4096_14336_1, check_gemv(QT_Q4_1, 14336, 4096, 1, s, b, r, e))
+CASE(gvb_q4_1_14336_4096_1, check_gemv(QT_Q4_1, 4096, 14336, 1, s, b, r, e))
+CASE(gvb_q4_1_4096_14336_8, check_gemv(QT_Q4_1, 14336, 4096, 8, s, b, r, e))
+CASE(gvb_q4_1_896_4864_1, check_gemv(QT_Q4_1, 4864, 896, 1, s, b, r, e))
+CASE(gvb_q4_1_896_151936_1, check_gemv(QT_Q4_1, 151936, 896, 1, s, b, r, e))
+CASE(gvb_q5_0_4096_4096_1, check_gemv(QT_Q5_0, 4096, 4096, 1, s, b, r, e))
+CASE(gvb_q5_0_4096_14336_1, check_gemv(QT_Q5_0, 14336, 4096, 1, s, b, r, e))
+CASE(gvb_q5_0_14336_4096_1, check_gemv(QT_Q5_0, 4096, 14336, 1, s, b, r, e))
+CASE(gvb_q5_0_4096_14336_8, check_gemv(QT_Q5_0, 14336, 4096, 8, s, b, r, e))
+CASE(gvb_q5_0_896_4864_1, check_gemv(QT_Q5_0, 4864, 896, 1, s, b, r, e))
+CASE(gvb_q5_0_896_151936_1, check_gemv(QT_Q5_0, 151936, 896, 1, s, b, r, e))
+CASE(gvb_q8_0_4096_4096_1, check_gemv(QT_Q8_0, 4096, 4096, 1, s, b, r, e))
+CASE(gvb_q8_0_4096_14336_1, check_gemv(QT_Q8_0, 14336, 4096, 1, s, b, r, e))
+CASE(gvb_q8_0_14336_4096_1, check_gemv(QT_Q8_0, 4096, 14336, 1, s, b, r, e))
+CASE(gvb_q8_0_4096_14336_8, check_gemv(QT_Q8_0, 14336, 4096, 8, s, b, r, e))
+CASE(gvb_q8_0_896_4864_1, check_gemv(QT_Q8_0, 4864, 896, 1, s, b, r, e))
+CASE(gvb_q8_0_896_151936_1, check_gemv(QT_Q8_0, 151936, 896, 1, s, b, r, e))
+CASE(gvb_q4_k_4096_4096_1, check_gemv(QT_Q4_K, 4096, 4096, 1, s, b, r, e))
+CASE(gvb_q4_k_4096_14336_1, check_gemv(QT_Q4_K, 14336, 4096, 1, s, b, r, e))
+CASE(gvb_q4_k_14336_4096_1, check_gemv(QT_Q4_K, 4096, 14336, 1, s, b, r, e))
+CASE(gvb_q4_k_4096_14336_8, check_gemv(QT_Q4_K, 14336, 4096, 8, s, b, r, e))
+CASE(gvb_q5_k_4096_4096_1, check_gemv(QT_Q5_K, 4096, 4096, 1, s, b, r, e))
+CASE(gvb_q5_k_4096_14336_1, check_gemv(QT_Q5_K, 14336, 4096, 1, s, b, r, e))
+CASE(gvb_q5_k_14336_4096_1, check_gemv(QT_Q5_K, 4096, 14336, 1, s, b, r, e))
+CASE(gvb_q5_k_4096_14336_8, check_gemv(QT_Q5_K, 14336, 4096, 8, s, b, r, e))
+CASE(gvb_q6_k_4096_4096_1, check_gemv(QT_Q6_K, 4096, 4096, 1, s, b, r, e))
+CASE(gvb_q6_k_4096_14336_1, check_gemv(QT_Q6_K, 14336, 4096, 1, s, b, r, e))
+CASE(gvb_q6_k_14336_4096_1, check_gemv(QT_Q6_K, 4096, 14336, 1, s, b, r, e))
+CASE(gvb_q6_k_4096_14336_8, check_gemv(QT_Q6_K, 14336, 4096, 8, s, b, r, e))
+CASE(gvb_q6k_head, check_gemv(QT_Q6_K, 128256, 4096, 1, s, b, r, e))
+CASE(rn_a, check_rms_norm(1, 4096, true, s, b, r, e))
+CASE(rn_b, check_rms_norm(64, 128, true, s, b, r, e))
+CASE(rn_c, check_rms_norm(3, 896, false, s, b, r, e))
+CASE(ew_a, check_eltwise(0, 14336, s, b, r, e))
+CASE(ew_b, check_eltwise(1, 10243, s, b, r, e))
+CASE(ew_c, check_eltwise(2, 6145, s, b, r, e))
+CASE(ew_d, check_eltwise(3, 4099, s, b, r, e))
+CASE(rp_a, check_rope(2, 32, 128, 128, ROPE_NEOX, false, 32768, s, r, e))
+CASE(rp_b, check_rope(3, 24, 256, 64, ROPE_NEOX, false, 32768, s, r, e))
+CASE(rp_c, check_rope(3, 32, 128, 128, ROPE_NORM, true, 32768, s, r, e))
+CASE(rp_d, check_rope(1, 8, 64, 32, ROPE_NORM, false, 4096, s, r, e))
+CASE(at_0, check_attn(1024, 1000, 32, 8, 128, 0, s, b, r, e))
+CASE(at_1, check_attn(4608, 4500, 24, 4, 256, 0, s, b, r, e))
+CASE(at_2, check_attn(3000, 2900, 8, 4, 256, 512, s, b, r, e))
+CASE(at_3, check_attn(300, 257, 14, 2, 64, 0, s, b, r, e))
+CASE(at_4, check_attn(32768, 32768, 32, 8, 128, 0, s, b, r, e))
+CASE(at_5, check_attn(32768, 32000, 16, 2, 256, 4096, s, b, r, e))
+CASE(gd_32_tiled, check_gdn(16, 32, GDN_HEADS_TILED, s, b, r, e))
+CASE(gd_32_grouped, check_gdn(16, 32, GDN_HEADS_GROUPED, s, b, r, e))
+CASE(gd_48_tiled, check_gdn(16, 48, GDN_HEADS_TILED, s, b, r, e))
+CASE(gd_48_grouped, check_gdn(16, 48, GDN_HEADS_GROUPED, s, b, r, e))
+CASE(mr_a, check_moe_route(1, 256, 8, CUDA_MOE_SOFTMAX, 1, s, r, e))
+CASE(mr_b, check_moe_route(4, 128, 8, CUDA_MOE_SOFTMAX, 1, s, r, e))
+CASE(mr_c, check_moe_route(2, 64, 6, CUDA_MOE_SIGMOID, 0, s, r, e))
+CASE(am_a, check_argmax(1, 151936, s, b, r, e))
+CASE(am_b, check_argmax(4, 262144, s, b, r, e))
+CASE(am_c, check_argmax(3, 32000, s, b, r, e))
 
 const cuda_check_case cuda_check_decode_cases[] = {
     {"quantize_q8_1", "T1 K4096", q8_a},

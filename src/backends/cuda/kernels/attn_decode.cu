@@ -118,11 +118,12 @@ __global__ void k_attn_decode_merge(const float *__restrict__ part, float *__res
     }
 }
 
-/* chunks of 32 positions (8 per warp, 4 steps of 2) up to 1024 chunks, then longer chunks: a short chain
- * of dependent loads per warp and enough blocks to fill the GPU at a few thousand positions */
+/* chunks of 32 positions (8 per warp, 4 steps of 2) up to 128 chunks, then longer chunks. Short chunks
+ * keep each warp's chain of dependent loads short (S = 1000: 2x faster than chunks of 128 on the H200);
+ * more than 128 chunks made the merge, one block per head, the bottleneck (S = 32768: 2.5x slower). */
 static int n_splits(int S_max) {
     int n = (S_max + 31) / 32;
-    return n < 1 ? 1 : n > 1024 ? 1024 : n;
+    return n < 1 ? 1 : n > 128 ? 128 : n;
 }
 
 extern "C" int64_t cuda_attn_decode_scratch(int S_max, int Hq, int D) {

@@ -67,8 +67,10 @@ static __device__ __forceinline__ void warp_sum_many(float *v, int lane) {
 template <int X> struct pow2_ceil { static constexpr int v = X <= 1 ? 1 : X <= 2 ? 2 : X <= 4 ? 4 : X <= 8 ? 8 : X <= 16 ? 16 : 32; };
 template <int X> struct log2_of { static constexpr int v = X <= 1 ? 0 : X <= 2 ? 1 : X <= 4 ? 2 : X <= 8 ? 3 : X <= 16 ? 4 : 5; };
 
-/* units a lane loads before it computes on them: 4 / R, so 64 bytes (Q8_0: 128) of weights in flight per lane */
-template <int R> struct gemv_unroll { static constexpr int v = R >= 4 ? 1 : 4 / R; };
+/* units a lane loads before it computes on them: 2 at R = 2 (64 bytes of weights in flight per lane),
+ * else 1. At T = 1 (R = 1) more registers per thread cost more than the bytes in flight gained: on the
+ * H200, 4 units a lane ran 1.3-1.8x slower than 1 unit a lane with 4 warps per row (docs/cuda.md). */
+template <int R> struct gemv_unroll { static constexpr int v = R == 2 ? 2 : 1; };
 
 /* Block of 4 warps; WPR warps (1, 2 or 4) share a group of R rows, splitting its units; the block holds
  * 4 / WPR such groups. Lane l of warp w of a group takes units (w * 32 + l) + i * 32 * WPR; it issues the
@@ -92,6 +94,7 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
 #pragma unroll
     for (int r = 0; r < R; r++) rows[r] = (size_t)min(row0 + r, N - 1); /* rows past N repeat the last; never written */
 
+#pragma unroll 2
     for (int base = wig * 32 + lane; base < U; base += stride * UNR) {
         uint32_t v[UNR][R][8];
 #pragma unroll
@@ -162,8 +165,8 @@ template <enum qtype TYPE, int T, int R>
 static void launch_r(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, cudaStream_t s) {
     int U = (int)(W->K / 32);
     /* warps per row group. Measured on the H200 (docs/cuda.md): at T = 1 with K >= 4096, four warps
-     * splitting a row (each lane 1-4 units) beat one warp per row (4 units a lane, 4 rows a block) by
-     * 1.3x; at T = 8, and for short rows (K = 896), one warp per row group won (1.6x, 4x). */
+     * splitting a row, one unit a lane per step, beat one warp per row (4 units a lane) by 1.3x; at T = 8,
+     * and for short rows (K = 896, 4 rows a warp), one warp per row group won (1.6x, 4x). */
     int wpr = R <= 2 ? (U >= 128 ? 4 : 1) : (U >= 512 ? 4 : U >= 256 ? 2 : 1);
     int rows_per_block = R * (GEMV_MAX_WARPS / wpr);
     unsigned blocks = (unsigned)((W->N + rows_per_block - 1) / rows_per_block);
