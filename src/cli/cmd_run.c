@@ -202,6 +202,7 @@ static void drop_messages(chat *c, int from, int to) {
         free(c->msgs[i].role);
         free(c->msgs[i].text);
     }
+    if (to <= from) return;
     memmove(c->msgs + from, c->msgs + to, (size_t)(c->n_msgs - to) * sizeof *c->msgs);
     c->n_msgs -= to - from;
 }
