@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "engine/backend.h"
+#include "backends/backend.h"
 #include "gguf/gguf.h"
 
 enum model_arch { ARCH_QWEN35, ARCH_QWEN35MOE, ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_COUNT };

@@ -8,7 +8,7 @@
 
 #include "base/rng.h"
 #include "check.h"
-#include "engine/cpu_ops.h"
+#include "backends/cpu/cpu_ops.h"
 
 static float max_rel(const float *a, const float *b, int64_t n) {
     double num = 0, den = 0;

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/llama.h"
+#include "models/blocks.h"
 
 #define GEMMA3_SWA_PERIOD 6 /* llama.cpp's default pattern: 5 local layers, then 1 global */
 

@@ -1,4 +1,4 @@
-/* llama (internal to src/engine/): the dense decoder blocks that llama.c (llama, qwen2, qwen3) and
+/* blocks (internal to src/models/): the dense decoder blocks that llama.c (llama, qwen2, qwen3) and
  * gemma3.c share: hyperparameters of a plain attention model, binding of its attention weights, a
  * batch's activation buffers, the attention block over the KV cache, and the output head.
  *

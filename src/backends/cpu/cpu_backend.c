@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/backend.h"
-#include "engine/cpu_ops.h"
-#include "engine/threadpool.h"
+#include "backends/backend.h"
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/threadpool.h"
 #include "quant/gemm.h"
 #include "quant/quant.h"
 

@@ -16,9 +16,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/cpu_blas.h"
-#include "engine/cpu_ops.h"
-#include "engine/cpu_vexp.h"
+#include "backends/cpu/cpu_blas.h"
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/cpu_vexp.h"
 
 #define ATT_BQ 32  /* query rows per item: gemm_nn's 4-row blocks, O (32 x D) stays in L1/L2 */
 #define ATT_BK 128 /* keys per block: multiples of gemm_nn's 32 columns */

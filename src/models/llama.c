@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/llama.h"
+#include "models/blocks.h"
 
 /* ---------------------------------------------------------------- hyperparameters */
 

@@ -1,4 +1,4 @@
-/* cpu_ops: the CPU backend's fast kernels for the sequence-mixing ops (internal to src/engine/). Same
+/* cpu_ops: the CPU backend's fast kernels for the sequence-mixing ops (internal to src/backends/cpu/). Same
  * contracts as their references in ops_ref.h; they differ from them only by float summation order. */
 #ifndef LLM170_ENGINE_CPU_OPS_H
 #define LLM170_ENGINE_CPU_OPS_H
@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "engine/ops_ref.h"
-#include "engine/threadpool.h"
+#include "backends/cpu/threadpool.h"
 
 /* Scratch floats cpu_gdn needs for n_threads threads. */
 int64_t cpu_gdn_scratch(int n_threads, int chunk, int Dk, int Dv);
