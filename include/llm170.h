@@ -8,7 +8,7 @@
  * Errors: functions return 0 on success or a negative code; llm170_last_error() then gives a message for
  * the calling thread (what was expected, what was found, where).
  * Threads: one context is used by one thread at a time; distinct contexts of one model may run in
- * parallel only on backends that say so (the CPU backend does not yet). */
+ * parallel (each context has its own executor: threads or stream, and scratch). */
 #ifndef LLM170_H
 #define LLM170_H
 
@@ -27,11 +27,15 @@ typedef struct llm170_sampler llm170_sampler;
 const char *llm170_last_error(void);
 
 typedef struct llm170_model_params {
-    int n_threads;   /* CPU threads (>= 1) */
+    int n_threads;   /* CPU threads of each context (>= 1) */
     bool exact;      /* f32 reference matmuls instead of quantized dot products (slow; for checks) */
+    const char *device; /* "cpu" (later "cuda:N"); NULL = "cpu". Unknown or unavailable: an error listing
+                           llm170_devices() */
 } llm170_model_params;
 
 llm170_model_params llm170_model_default_params(void);
+/* The devices this build has, comma-separated ("cpu"). */
+const char *llm170_devices(void);
 
 int llm170_model_load(const char *path, const llm170_model_params *params, llm170_model **out);
 void llm170_model_free(llm170_model *m);

@@ -1,4 +1,5 @@
-/* api: include/llm170.h on top of the engine (model, kv, forward, sampler) with the CPU backend. */
+/* api: include/llm170.h on top of the engine (model, kv, forward, sampler) on the device the model
+ * params name (backends/backend.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ static int fail(const err *e) {
 
 struct llm170_model {
     backend *be;
+    int n_threads;        /* per context executor */
     model *m;
     tokenizer *tok;       /* NULL if the file has no (supported) tokenizer; tok_err says why */
     char tok_err[1024];
@@ -34,7 +36,10 @@ struct llm170_detok {
 struct llm170_context {
     llm170_model *model;
     llm170_context_params p;
-    kv_state *kv;
+    fwd_ctx fc;         /* executor, sequence state, activation arena */
+    kv_state *kv;       /* == fc.kv */
+    fwd_span *spans, *chunk; /* [n_seq]: a decode call's batch and one pass of it */
+    int *off;           /* [n_seq] */
     float *logits;      /* n_out rows of n_vocab */
     float *hidden;      /* n_out rows of n_embd */
     int n_out, cap_out; /* rows held / allocated */
@@ -44,7 +49,11 @@ struct llm170_sampler {
     sampler *s;
 };
 
-llm170_model_params llm170_model_default_params(void) { return (llm170_model_params){.n_threads = 1, .exact = false}; }
+llm170_model_params llm170_model_default_params(void) {
+    return (llm170_model_params){.n_threads = 1, .exact = false, .device = NULL};
+}
+
+const char *llm170_devices(void) { return backend_devices(); }
 
 int llm170_model_load(const char *path, const llm170_model_params *params, llm170_model **out) {
     err e = {0};
@@ -56,7 +65,8 @@ int llm170_model_load(const char *path, const llm170_model_params *params, llm17
     }
     llm170_model *lm = calloc(1, sizeof *lm);
     if (!lm) return fail(&(err){ERR_NOMEM, "out of memory"});
-    lm->be = cpu_backend_new(p.n_threads, p.exact, &e);
+    lm->n_threads = p.n_threads;
+    lm->be = backend_open(p.device, p.n_threads, p.exact, &e);
     if (!lm->be || model_load(&lm->m, path, lm->be, &e)) {
         backend_free(lm->be);
         free(lm);
@@ -253,17 +263,28 @@ int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm
     if (!c) return fail(&(err){ERR_NOMEM, "out of memory"});
     c->model = m;
     c->p = p;
-    if (kv_new(&c->kv, m->m, p.n_seq, p.n_ctx, &e)) {
-        free(c);
+    c->spans = calloc((size_t)p.n_seq, sizeof *c->spans);
+    c->chunk = calloc((size_t)p.n_seq, sizeof *c->chunk);
+    c->off = calloc((size_t)p.n_seq, sizeof *c->off);
+    if (!c->spans || !c->chunk || !c->off) {
+        llm170_context_free(c);
+        return fail(&(err){ERR_NOMEM, "out of memory"});
+    }
+    if (fwd_ctx_init(&c->fc, m->m, p.n_batch, p.n_seq, p.n_ctx, m->n_threads, &e)) {
+        llm170_context_free(c);
         return fail(&e);
     }
+    c->kv = c->fc.kv;
     *out = c;
     return 0;
 }
 
 void llm170_context_free(llm170_context *c) {
     if (!c) return;
-    kv_free(c->kv);
+    if (c->fc.x) fwd_ctx_free(&c->fc, c->model->m);
+    free(c->spans);
+    free(c->chunk);
+    free(c->off);
     free(c->logits);
     free(c->hidden);
     free(c);
@@ -289,14 +310,12 @@ int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs) {
         err_set(&e, ERR_ARG, "a batch holds 1..%d sequences, got %d", c->p.n_seq, n_seqs);
         return fail(&e);
     }
-    fwd_span *spans = calloc((size_t)n_seqs, sizeof *spans);
-    if (!spans) return fail(&(err){ERR_NOMEM, "out of memory"});
+    fwd_span *spans = c->spans;
     int n_out = 0;
     for (int i = 0; i < n_seqs; i++) {
         spans[i] = (fwd_span){seqs[i].seq, seqs[i].n_tokens, seqs[i].tokens,
                               seqs[i].all_logits ? FWD_OUT_ALL : FWD_OUT_LAST};
         if (seqs[i].tokens == NULL && seqs[i].n_tokens > 0) {
-            free(spans);
             err_set(&e, ERR_ARG, "sequence %d: tokens is NULL", seqs[i].seq);
             return fail(&e);
         }
@@ -325,9 +344,9 @@ int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs) {
     /* Chunked prefill: forward passes of at most n_batch tokens, taking the spans in order; a span cut
      * into pieces asks for its last row only from its final piece. */
     int done_out = 0;
-    int *off = calloc((size_t)n_seqs, sizeof(int)); /* tokens of each span already decoded */
-    fwd_span *chunk = calloc((size_t)n_seqs, sizeof *chunk);
-    if (!rc && (!off || !chunk)) rc = err_set(&e, ERR_NOMEM, "out of memory");
+    int *off = c->off; /* tokens of each span already decoded */
+    fwd_span *chunk = c->chunk;
+    memset(off, 0, sizeof(int) * (size_t)n_seqs);
     while (!rc) {
         int n_chunk = 0, budget = c->p.n_batch;
         for (int i = 0; i < n_seqs && budget > 0; i++) {
@@ -341,13 +360,10 @@ int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs) {
             n_chunk++;
         }
         if (!n_chunk) break;
-        rc = model_forward(c->model->m, c->kv, chunk, n_chunk, c->logits + (size_t)done_out * (size_t)hp->n_vocab,
+        rc = model_forward(c->model->m, &c->fc, chunk, n_chunk, c->logits + (size_t)done_out * (size_t)hp->n_vocab,
                            c->hidden + (size_t)done_out * (size_t)hp->n_embd, &e);
         done_out += fwd_n_out(chunk, n_chunk);
     }
-    free(off);
-    free(chunk);
-    free(spans);
     if (rc) return fail(&e);
     c->n_out = done_out;
     return 0;
@@ -365,12 +381,12 @@ const float *llm170_hidden(const llm170_context *c, int i) {
 
 int llm170_mtp_decode(llm170_context *c, int seq, const float *hidden, const int32_t *next, int n, float *logits) {
     err e = {0};
-    if (c->model->m->arch != ARCH_QWEN35 && c->model->m->arch != ARCH_QWEN35MOE) {
+    if (!c->model->m->def->mtp) {
         err_set(&e, ERR_UNSUPPORTED, "%s models have no MTP block", model_arch_name(c->model->m->arch));
         return fail(&e);
     }
     const unsigned fp = fpenv_enter(); /* as model_forward: base/fpenv.h */
-    const int rc = qwen35_mtp_forward(c->model->m, c->kv, seq, hidden, next, n, logits, NULL, &e);
+    const int rc = c->model->m->def->mtp(c->model->m, &c->fc, seq, hidden, next, n, logits, NULL, &e);
     fpenv_leave(fp);
     return rc ? fail(&e) : 0;
 }

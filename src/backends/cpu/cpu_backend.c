@@ -1,87 +1,19 @@
-/* cpu_backend: the reference backend. Matmuls run on the thread pool with activations quantized to the
- * weight type's vec_dot_type (as llama.cpp pairs them), in two kernel families chosen per row by the
- * model's bulk flags (backend.h): bulk rows through the int8 matrix products of quant/gemm.h (weight
- * panels unpacked once, then every bulk token), the others through the quant module's row-by-row dot
- * products (vec_dot8p / vec_dot8 / vec_dot4 / vec_dot, bit-identical to each other); or, in `exact` mode,
- * on f32 (weight rows dequantized, activations kept in f32, double accumulation) for reference runs. The
- * other ops go to the fast kernels of cpu_elementwise.c, cpu_gdn.c and cpu_attention.c (tested against
- * the references of ops_ref.c) or to the references themselves where they are a small share of the time. */
-#include <math.h>
+/* cpu_backend: the reference backend's device (weights point into the GGUF mapping, memory is host
+ * memory) and executor (a thread pool and the scratch its ops need, sized once from the plan).
+ * Matmuls run on the executor's pool with activations quantized to the weight type's vec_dot_type (as
+ * llama.cpp pairs them), in two kernel families chosen per row from the pass's structure (BULK_MIN_ROWS,
+ * cpu_impl.h): bulk rows through the int8 matrix products of quant/gemm.h (weight panels unpacked once,
+ * then every bulk token), the others through the quant module's row-by-row dot products (vec_dot8p /
+ * vec_dot8 / vec_dot4 / vec_dot, bit-identical to each other); or, in `exact` mode, on f32 (weight rows
+ * dequantized, activations kept in f32, double accumulation) for reference runs. The other ops are in
+ * cpu_exec_ops.c. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "backends/cpu/cpu_impl.h"
 #include "backends/cpu/cpu_ops.h"
-#include "backends/cpu/threadpool.h"
 #include "quant/gemm.h"
 #include "quant/quant.h"
-
-typedef struct cpu {
-    threadpool *pool;
-    bool exact;
-    void *xq;            /* activations quantized for the current matmul */
-    size_t xq_cap;
-    float *rowbuf;       /* exact mode: one dequantized row per thread */
-    int64_t rowbuf_cap;  /* floats per thread */
-    float *scratch;      /* attention scores / GDN chunk scratch */
-    int64_t scratch_cap;
-    /* bulk rows (quant/gemm.h): row lists, activations, and per thread a panel and its unpacking scratch */
-    int32_t *rows;       /* [T]: bulk rows, then the other rows */
-    size_t rows_cap;
-    void *acts;
-    size_t acts_cap;
-    void *panels;        /* [n_threads][mm_job.panel_stride] */
-    size_t panels_cap;
-    /* row-by-row rows in groups of eight consecutive ones, packed for vec_dot8p */
-    int32_t *gstart;     /* [T]: per row-list index, the group it starts, or -1 */
-    size_t gstart_cap;
-    void *packs;
-    size_t packs_cap;
-} cpu;
-
-static cpu *impl(backend *b) { return b->impl; }
-
-static float *cpu_alloc(backend *b, int64_t n) {
-    (void)b;
-    return n > 0 ? calloc((size_t)n, sizeof(float)) : NULL;
-}
-static void cpu_free(backend *b, float *p) {
-    (void)b;
-    free(p);
-}
-static void cpu_copy(backend *b, float *dst, const float *src, int64_t n) {
-    (void)b;
-    memmove(dst, src, (size_t)n * sizeof(float));
-}
-static void cpu_zero(backend *b, float *dst, int64_t n) {
-    (void)b;
-    memset(dst, 0, (size_t)n * sizeof(float));
-}
-
-static int cpu_weight_init(backend *b, weight *w, const gguf_tensor *t, err *e) {
-    (void)b;
-    const quant_ops *q = quant_ops_get((enum qtype)t->type, QUANT_ISA_SCALAR);
-    if (!q || !q->to_float)
-        return err_set(e, ERR_UNSUPPORTED, "tensor '%s': type %u is not supported by the cpu backend",
-                       t->name, t->type);
-    w->name = t->name;
-    w->type = (enum qtype)t->type;
-    w->n_dims = (int)t->n_dims;
-    for (int i = 0; i < 4; i++) w->ne[i] = t->ne[i];
-    w->nbytes = t->nbytes;
-    w->data = t->data;
-    return 0;
-}
-
-/* Grows a buffer to at least `need` bytes (outside any parallel region). */
-static bool grow(void **buf, size_t *cap, size_t need) {
-    if (*cap >= need) return true;
-    void *p = realloc(*buf, need);
-    if (!p) return false;
-    *buf = p;
-    *cap = need;
-    return true;
-}
 
 typedef struct mm_job {
     const weight *w;
@@ -128,7 +60,7 @@ static void mm_quantize(void *ctx, int64_t t0, int64_t t1, int thread) {
  * ~256 KB of activations measured 80. Eight (four) tokens share a weight-row pass where eight (four)
  * consecutive rows are listed. */
 #define MM_TILE_BYTES (256 << 10)
-static void mm_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
+static void mm_rowwise(void *ctx, int64_t r0, int64_t r1, int thread) {
     (void)thread;
     mm_job *j = ctx;
     int64_t n = j->w->ne[0], ne1 = j->w->ne[1];
@@ -213,42 +145,38 @@ static void mm_rows_exact(void *ctx, int64_t r0, int64_t r1, int thread) {
     }
 }
 
-static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, float *y, int T, const uint8_t *bulk) {
-    cpu *c = impl(b);
+void cpu_mm(exec *ex, const weight *w, int expert, const float *x, float *y, int T, const uint8_t *bulk) {
+    cpu_exec *c = cpu_of(ex);
     mm_job j = {.w = w, .x = x, .y = y, .T = T, .ops = quant_ops_best(w->type)};
     j.wrow = qtype_row_bytes(w->type, w->ne[0]);
     j.wbase = (const char *)w->data + (size_t)expert * j.wrow * (size_t)w->ne[1];
     int nt = pool_n_threads(c->pool);
-    if (c->exact || !j.ops.vec_dot) {
-        if (c->rowbuf_cap < w->ne[0]) {
-            free(c->rowbuf);
-            c->rowbuf = malloc(sizeof(float) * (size_t)w->ne[0] * (size_t)nt);
-            c->rowbuf_cap = c->rowbuf ? w->ne[0] : 0;
-        }
-        if (!c->rowbuf) abort(); /* a few KB per thread: an OOM here leaves nothing to recover */
-        j.rowbuf = c->rowbuf;
-        j.rowbuf_stride = c->rowbuf_cap;
+    if (ex->status || T <= 0) return;
+    if (c->d->exact || !j.ops.vec_dot) {
+        if (!(j.rowbuf = cbuf_get(ex, &c->rowbuf, sizeof(float) * (size_t)w->ne[0] * (size_t)nt, "matmul row buffer")))
+            return;
+        j.rowbuf_stride = w->ne[0];
         pool_run(c->pool, w->ne[1], 8, mm_rows_exact, &j);
         return;
     }
     /* split the rows: bulk ones to the int8 matrix products where this type and CPU have them */
-    if (!grow((void **)&c->rows, &c->rows_cap, sizeof(int32_t) * (size_t)T)) abort();
+    int32_t *rows = cbuf_get(ex, &c->rows, sizeof(int32_t) * (size_t)T, "matmul row list");
+    if (!rows) return;
     int nb = 0;
     if (bulk && gemm_supported(w->type))
         for (int t = 0; t < T; t++)
-            if (bulk[t]) c->rows[nb++] = t;
-    j.brows = c->rows;
+            if (bulk[t]) rows[nb++] = t;
+    j.brows = rows;
     j.n_bulk = nb;
-    j.rows = c->rows + nb;
+    j.rows = rows + nb;
     for (int t = 0; t < T; t++)
-        if (!(nb && bulk[t])) c->rows[nb + j.n_rows++] = t;
+        if (!(nb && bulk[t])) rows[nb + j.n_rows++] = t;
     if (j.ops.vec_dot_type == QT_F32) {
         j.xq = (const char *)x;
         j.xrow = sizeof(float) * (size_t)w->ne[0];
     } else {
         j.xrow = qtype_row_bytes(j.ops.vec_dot_type, w->ne[0]);
-        if (!grow(&c->xq, &c->xq_cap, j.xrow * (size_t)T)) abort();
-        j.xq = c->xq;
+        if (!(j.xq = cbuf_get(ex, &c->xq, j.xrow * (size_t)T, "quantized activations"))) return;
         pool_run(c->pool, T, 1, mm_quantize, &j);
     }
     if (nb) {
@@ -256,11 +184,11 @@ static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, 
         const int sb = j.ops.u8.sb, ag = gemm_act_group(j.ops.vec_dot_type, sb);
         j.run = gemm_run_best();
         j.panel_stride = gemm_panel_bytes(K, sb) + gemm_pack_scratch_bytes(K, sb);
-        if (!grow(&c->acts, &c->acts_cap, gemm_acts_bytes(K, sb, ag, nb) + 64) ||
-            !grow(&c->panels, &c->panels_cap, j.panel_stride * (size_t)nt + 64))
-            abort(); /* activation-sized scratch, as xq above */
-        gemm_acts_layout(&j.acts, (char *)c->acts + (-(uintptr_t)c->acts & 63), j.ops.vec_dot_type, K, sb, nb);
-        j.panels = (char *)c->panels + (-(uintptr_t)c->panels & 63);
+        char *acts = cbuf_get(ex, &c->acts, gemm_acts_bytes(K, sb, ag, nb) + 64, "int8 activations");
+        char *panels = cbuf_get(ex, &c->panels, j.panel_stride * (size_t)nt + 64, "weight panels");
+        if (!acts || !panels) return;
+        gemm_acts_layout(&j.acts, acts + (-(uintptr_t)acts & 63), j.ops.vec_dot_type, K, sb, nb);
+        j.panels = panels + (-(uintptr_t)panels & 63);
         pool_run(c->pool, nb, 1, mm_acts, &j);
         /* a panel's results do not depend on the thread that computes it: balance dynamically */
         pool_run_dynamic(c->pool, (w->ne[1] + GEMM_PANEL - 1) / GEMM_PANEL, 1, mm_panels, &j);
@@ -269,8 +197,9 @@ static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, 
         /* groups of eight consecutive rows (batched decode, short prompts) packed once for vec_dot8p */
         j.pack8 = quant_ops_best(j.ops.vec_dot_type).pack8;
         if (j.pack8) {
-            if (!grow((void **)&c->gstart, &c->gstart_cap, sizeof(int32_t) * (size_t)j.n_rows * 2)) abort();
-            int32_t *gs = c->gstart, *gf = c->gstart + j.n_rows;
+            int32_t *gs = cbuf_get(ex, &c->gstart, sizeof(int32_t) * (size_t)j.n_rows * 2, "row groups");
+            if (!gs) return;
+            int32_t *gf = gs + j.n_rows;
             int ng = 0;
             for (int i = 0; i < j.n_rows;) {
                 if (i + 8 <= j.n_rows && j.rows[i + 7] == j.rows[i] + 7) {
@@ -283,211 +212,241 @@ static void cpu_matmul(backend *b, const weight *w, int expert, const float *x, 
                 }
             }
             j.pack_bytes = quant_pack8_bytes(w->ne[0]);
-            if (ng && grow(&c->packs, &c->packs_cap, j.pack_bytes * (size_t)ng)) {
-                j.packs = c->packs;
+            if (ng) {
+                if (!(j.packs = cbuf_get(ex, &c->packs, j.pack_bytes * (size_t)ng, "packed row groups"))) return;
                 j.gstart = gs;
                 j.gfirst = gf;
                 pool_run(c->pool, ng, 1, mm_pack8, &j);
-            } else if (ng) {
-                abort(); /* activation-sized scratch, as xq above */
             }
         }
     }
-    if (j.n_rows) pool_run(c->pool, w->ne[1], 16, mm_rows, &j);
+    if (j.n_rows) pool_run(c->pool, w->ne[1], 16, mm_rowwise, &j);
 }
 
-static void cpu_get_rows(backend *b, const weight *w, const int32_t *ids, float *y, int T) {
-    (void)b;
-    const quant_ops *q = quant_ops_get(w->type, QUANT_ISA_SCALAR);
-    size_t rb = qtype_row_bytes(w->type, w->ne[0]);
-    for (int t = 0; t < T; t++) q->to_float((const char *)w->data + (size_t)ids[t] * rb, y + (int64_t)t * w->ne[0], w->ne[0]);
+void *cbuf_get(exec *x, cbuf *b, size_t need, const char *what) {
+    if (need <= b->cap) return b->p;
+    exec_fail(x, ERR_NOMEM, "%s: %zu bytes needed, %zu planned (a pass larger than the context's plan)", what, need,
+              b->cap);
+    return NULL;
 }
 
-static void cpu_rms_norm(backend *b, const float *x, const weight *w, float *y, int T, int C, float eps) {
-    cpu_rms_norm_rows(impl(b)->pool, x, w ? (const float *)w->data : NULL, y, T, C, eps);
-}
+/* ---------------------------------------------------------------- the pass and the matmul ops */
 
-static void cpu_rms_norm_heads(backend *b, float *x, const weight *w, int T, int H, int D, float eps) {
-    cpu_rms_norm_rows(impl(b)->pool, x, w ? (const float *)w->data : NULL, x, (int64_t)T * H, D, eps);
-}
-
-static void cpu_add(backend *b, float *y, const float *x, int64_t n) {
-    (void)b;
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
-}
-
-static void cpu_add_scaled(backend *b, float *y, const float *x, float s, int64_t n) {
-    (void)b;
-    for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
-}
-
-static void cpu_swiglu(backend *b, const float *g, const float *u, float *y, int64_t n) {
-    cpu_silu_mul(impl(b)->pool, g, u, y, n);
-}
-
-static void cpu_copy_cols(backend *b, float *dst, const float *src, int64_t rows, int64_t src_stride,
-                          int64_t offset, int64_t n) {
-    (void)b;
-    for (int64_t r = 0; r < rows; r++) memcpy(dst + r * n, src + r * src_stride + offset, sizeof(float) * (size_t)n);
-}
-
-static void cpu_sigmoid_mul_op(backend *b, float *y, const float *gate, int64_t n) {
-    cpu_sigmoid_mul(impl(b)->pool, y, gate, n);
-}
-
-/* l2 norm runs the reference on token ranges split over the pool (tokens are independent) */
-typedef struct tok_job {
-    float *x;
-    int H, D;
-    float eps, scale;
-} tok_job;
-
-static void l2_tokens(void *ctx, int64_t t0, int64_t t1, int thread) {
-    (void)thread;
-    tok_job *J = ctx;
-    ref_l2_norm(J->x + t0 * J->H * J->D, (int)(t1 - t0), J->H, J->D, J->eps, J->scale);
-}
-
-static void cpu_rope_op(backend *b, float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
-                        const weight *factors) {
-    cpu_rope(impl(b)->pool, x, pos, T, H, D, rp, factors ? (const float *)factors->data : NULL);
-}
-
-static void cpu_add_bias(backend *b, float *y, const weight *bias, int T, int N) {
-    (void)b;
-    ref_add_bias(y, bias->data, T, N);
-}
-
-static void cpu_geglu_op(backend *b, const float *g, const float *u, float *y, int64_t n) {
-    cpu_geglu(impl(b)->pool, g, u, y, n);
-}
-
-static void cpu_scale(backend *b, float *y, float s, int64_t n) {
-    (void)b;
-    ref_scale(y, s, n);
-}
-
-static void cpu_l2_norm(backend *b, float *x, int T, int H, int D, float eps, float scale) {
-    tok_job J = {.x = x, .H = H, .D = D, .eps = eps, .scale = scale};
-    pool_run(impl(b)->pool, T, 8, l2_tokens, &J);
-}
-
-static float *scratch(cpu *c, int64_t n) {
-    if (c->scratch_cap < n) {
-        free(c->scratch);
-        c->scratch = malloc(sizeof(float) * (size_t)n);
-        c->scratch_cap = c->scratch ? n : 0;
-        if (!c->scratch) abort();
+void cpu_begin_pass(exec *x, const pass_span *spans, int n_spans) {
+    cpu_exec *c = cpu_of(x);
+    x->stats.n_ops++;
+    int T = 0, n_out = 0;
+    for (int s = 0; s < n_spans; s++) T += spans[s].n, n_out += spans[s].n_out;
+    c->T = c->n_spans = c->n_out = 0;
+    if (T > c->plan.max_tokens || n_out > T) {
+        exec_fail(x, ERR_RANGE, "a pass of %d tokens (%d output rows): the context was planned for %d", T, n_out,
+                  c->plan.max_tokens);
+        return;
     }
-    return c->scratch;
+    for (int s = 0, t = 0, o = 0; s < n_spans; s++) {
+        const uint8_t f = spans[s].n >= BULK_MIN_ROWS;
+        for (int i = 0; i < spans[s].n; i++, t++) c->bulk[t] = f, c->span_of[t] = s;
+        for (int i = 0; i < spans[s].n_out; i++) c->out_bulk[o++] = f && spans[s].n_out == spans[s].n;
+    }
+    c->T = T, c->n_spans = n_spans, c->n_out = n_out;
 }
 
-static void cpu_attention_op(backend *b, const float *q, const float *k, const float *v, float *out,
-                             const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale,
-                             int window) {
-    cpu *c = impl(b);
-    int nt = pool_n_threads(c->pool);
-    cpu_attention(c->pool, scratch(c, cpu_attention_scratch(nt, D)), q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale,
-                  window);
-}
-
-static void cpu_conv1d_silu_op(backend *b, const float *x, float *state, const weight *w, float *y, int T, int Ch, int K) {
-    if (cpu_conv1d_silu(impl(b)->pool, x, state, (const float *)w->data, y, T, Ch, K))
-        ref_conv1d_silu(x, state, (const float *)w->data, y, T, Ch, K);
-}
-
-static void cpu_gdn_gates(backend *b, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias,
-                          int T, int Hv) {
-    (void)b;
-    const float *A = ssm_a->data, *dt = dt_bias->data;
-    for (int t = 0; t < T; t++)
-        for (int j = 0; j < Hv; j++) {
-            float a = alpha_to_g[t * Hv + j] + dt[j];
-            float sp = a > 20.0f ? a : log1pf(expf(a)); /* softplus, linear above 20 as torch's */
-            alpha_to_g[t * Hv + j] = A[j] * sp;
-            beta[t * Hv + j] = 1.0f / (1.0f + expf(-beta[t * Hv + j]));
+void cpu_matmul(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows) {
+    cpu_exec *c = cpu_of(x);
+    x->stats.n_ops++;
+    const uint8_t *bulk = NULL;
+    if (rows.kind == MM_PASS) {
+        if (T != c->T) {
+            exec_fail(x, ERR_ARG, "matmul '%s' over %d pass rows; the pass has %d", w->name, T, c->T);
+            return;
         }
+        bulk = c->bulk;
+    } else if (rows.kind == MM_OUT) {
+        if (rows.first < 0 || rows.first + T > c->n_out) {
+            exec_fail(x, ERR_ARG, "matmul '%s' over output rows %d..%d; the pass has %d", w->name, rows.first,
+                      rows.first + T, c->n_out);
+            return;
+        }
+        bulk = c->out_bulk + rows.first;
+    } else if (rows.kind == MM_RUN) {
+        if (T > c->R) {
+            exec_fail(x, ERR_ARG, "matmul '%s' over %d rows; the plan has %d", w->name, T, c->R);
+            return;
+        }
+        bulk = c->ones;
+    }
+    cpu_mm(x, w, expert, in, y, T, bulk);
 }
 
-#define GDN_CHUNK 64
-
-static void cpu_gdn_op(backend *b, float *S, const float *q, const float *k, const float *v, const float *g,
-                    const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map) {
-    cpu *c = impl(b);
-    float *sc = scratch(c, cpu_gdn_scratch(pool_n_threads(c->pool), GDN_CHUNK, Dk, Dv));
-    cpu_gdn(c->pool, sc, S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, GDN_CHUNK, map);
+/* One call per expert set: each expert's routed rows are gathered, run as one matmul, scattered back. An
+ * expert's rows are bulk where their sequence sends it enough rows (a few rows of a long prompt would pay
+ * a panel unpacking each); the count depends on the sequence alone, not on the batch. */
+void cpu_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
+                               float *y, int T) {
+    cpu_exec *c = cpu_of(x);
+    x->stats.n_ops++;
+    if (x->status) return;
+    if (T != c->T) {
+        exec_fail(x, ERR_ARG, "matmul_experts '%s' over %d rows; the pass has %d", w->name, T, c->T);
+        return;
+    }
+    const int64_t n_in = w->ne[0], n_outc = w->ne[1];
+    const int E = (int)w->ne[2];
+    int32_t *rows = cbuf_get(x, &c->erows, sizeof(int32_t) * (size_t)T, "expert rows");
+    uint8_t *eb = cbuf_get(x, &c->ebulk, (size_t)T, "expert bulk flags");
+    float *xe = cbuf_get(x, &c->xe, sizeof(float) * (size_t)T * (size_t)n_in, "expert inputs");
+    float *ye = cbuf_get(x, &c->ye, sizeof(float) * (size_t)T * (size_t)n_outc, "expert outputs");
+    if (!rows || !eb || !xe || !ye) return;
+    for (int ex = 0; ex < E; ex++) {
+        int n = 0;
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < K; j++)
+                if (sel[t * K + j] == ex) rows[n++] = t * K + j; /* an expert appears once per token */
+        if (!n) continue;
+        memset(c->count, 0, sizeof(int32_t) * (size_t)c->n_spans);
+        for (int r = 0; r < n; r++) c->count[c->span_of[rows[r] / K]]++;
+        for (int r = 0; r < n; r++) {
+            const int64_t src = in_per_slot ? rows[r] : rows[r] / K;
+            memcpy(xe + (int64_t)r * n_in, in + src * n_in, sizeof(float) * (size_t)n_in);
+            eb[r] = c->count[c->span_of[rows[r] / K]] >= BULK_MIN_ROWS;
+        }
+        cpu_mm(x, w, ex, xe, ye, n, eb);
+        for (int r = 0; r < n; r++)
+            memcpy(y + (int64_t)rows[r] * n_outc, ye + (int64_t)r * n_outc, sizeof(float) * (size_t)n_outc);
+    }
 }
 
-static void cpu_gated_norm(backend *b, float *o, const float *z, const weight *w, int T, int Hv, int Dv, float eps) {
+/* ---------------------------------------------------------------- device */
+
+static void *cpu_alloc(backend *b, size_t bytes) {
     (void)b;
-    const float *wd = w->data;
-    cpu_rms_norm_rows(impl(b)->pool, o, wd, o, (int64_t)T * Hv, Dv, eps);
-    cpu_swiglu(b, z, o, o, (int64_t)T * Hv * Dv);
+    return bytes ? calloc(1, bytes) : NULL;
+}
+static void cpu_free(backend *b, void *p) {
+    (void)b;
+    free(p);
 }
 
-static void cpu_destroy(backend *b);
+static int cpu_weight_init(backend *b, weight *w, const gguf_tensor *t, err *e) {
+    cpu_dev *d = b->impl;
+    const quant_ops *q = quant_ops_get((enum qtype)t->type, QUANT_ISA_SCALAR);
+    if (!q || !q->to_float)
+        return err_set(e, ERR_UNSUPPORTED, "tensor '%s': type %u is not supported by the cpu backend",
+                       t->name, t->type);
+    w->name = t->name;
+    w->type = (enum qtype)t->type;
+    w->n_dims = (int)t->n_dims;
+    for (int i = 0; i < 4; i++) w->ne[i] = t->ne[i];
+    w->nbytes = t->nbytes;
+    w->data = t->data;
+    if (t->ne[0] > d->max_in) d->max_in = t->ne[0];
+    if (t->n_dims >= 3 && t->ne[2] > 1 && t->ne[1] > d->max_expert_out) d->max_expert_out = t->ne[1];
+    return 0;
+}
 
-static const backend_ops cpu_ops = {
-    .destroy = cpu_destroy,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .upload = cpu_copy,
-    .download = cpu_copy,
-    .copy = cpu_copy,
-    .zero = cpu_zero,
-    .weight_init = cpu_weight_init,
-    .matmul = cpu_matmul,
-    .get_rows = cpu_get_rows,
-    .rms_norm = cpu_rms_norm,
-    .rms_norm_heads = cpu_rms_norm_heads,
-    .add = cpu_add,
-    .add_scaled = cpu_add_scaled,
-    .swiglu = cpu_swiglu,
-    .copy_cols = cpu_copy_cols,
-    .sigmoid_mul = cpu_sigmoid_mul_op,
-    .rope = cpu_rope_op,
-    .add_bias = cpu_add_bias,
-    .geglu = cpu_geglu_op,
-    .scale = cpu_scale,
-    .l2_norm = cpu_l2_norm,
-    .attention = cpu_attention_op,
-    .conv1d_silu = cpu_conv1d_silu_op,
-    .gdn_gates = cpu_gdn_gates,
-    .gdn = cpu_gdn_op,
-    .gated_norm = cpu_gated_norm,
-};
+void cpu_exec_destroy(exec *x) {
+    if (!x) return;
+    cpu_exec *c = x->impl;
+    if (c) {
+        pool_free(c->pool);
+        cbuf *bufs[] = {&c->xq, &c->rows, &c->acts, &c->panels, &c->gstart, &c->packs, &c->rowbuf,
+                        &c->xe, &c->ye, &c->erows, &c->ebulk, &c->scratch};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]->p);
+        free(c->bulk), free(c->out_bulk), free(c->ones), free(c->span_of), free(c->count);
+        free(c);
+    }
+    free(x);
+}
 
-backend *cpu_backend_new(int n_threads, bool exact, err *e) {
-    backend *b = calloc(1, sizeof *b);
-    cpu *c = calloc(1, sizeof *c);
-    if (!b || !c) goto oom;
-    c->pool = pool_new(n_threads);
-    if (!c->pool) goto oom;
-    c->exact = exact;
-    b->name = "cpu";
-    b->ops = &cpu_ops;
-    b->impl = c;
-    return b;
+/* Sizes every scratch buffer for the plan's worst call: R rows of the widest input (K); the int8
+ * products' activations and panels at the smallest sub-block (16), which needs the most bytes. */
+static exec *cpu_exec_new(backend *b, const exec_plan *plan, err *e) {
+    cpu_dev *d = b->impl;
+    exec *x = calloc(1, sizeof *x);
+    cpu_exec *c = calloc(1, sizeof *c);
+    size_t total = 0;
+    if (!x || !c) goto oom;
+    x->dev = b, x->ops = &cpu_exec_ops, x->impl = c;
+    c->d = d;
+    c->plan = *plan;
+    const int nt = plan->n_threads > 0 ? plan->n_threads : d->n_threads;
+    const int64_t K = plan->max_in > d->max_in ? plan->max_in : d->max_in > 0 ? d->max_in : 1;
+    const int maxT = plan->max_tokens > 0 ? plan->max_tokens : 1;
+    c->plan.max_tokens = maxT;
+    c->R = maxT > plan->max_out ? maxT : plan->max_out;
+    const size_t R = (size_t)c->R, sb = 16;
+    if (!(c->pool = pool_new(nt))) goto oom;
+    c->bulk = malloc(R), c->out_bulk = malloc(R), c->ones = malloc(R);
+    c->span_of = malloc(sizeof(int32_t) * R);
+    c->count = malloc(sizeof(int32_t) * (size_t)maxT);
+    if (!c->bulk || !c->out_bulk || !c->ones || !c->span_of || !c->count) goto oom;
+    memset(c->ones, 1, R);
+    const size_t xrow = 2 * (size_t)K + 64; /* quantized row bytes: at most 2 per value (f16 / bf16) */
+    const size_t ng = R / 8 + 1;
+    const int64_t ex_out = d->max_expert_out;
+    struct { cbuf *b; size_t n; } want[] = {
+        {&c->xq, xrow * R},
+        {&c->rows, sizeof(int32_t) * R},
+        {&c->acts, gemm_acts_bytes(K, (int)sb, 1, (int)R) + 64},
+        {&c->panels, (gemm_panel_bytes(K, (int)sb) + gemm_pack_scratch_bytes(K, (int)sb)) * (size_t)nt + 64},
+        {&c->gstart, sizeof(int32_t) * 2 * R},
+        {&c->packs, quant_pack8_bytes(K) * ng},
+        {&c->rowbuf, sizeof(float) * (size_t)K * (size_t)nt},
+        {&c->xe, plan->moe_k ? sizeof(float) * (size_t)maxT * (size_t)K : 0},
+        {&c->ye, plan->moe_k ? sizeof(float) * (size_t)maxT * (size_t)ex_out : 0},
+        {&c->erows, plan->moe_k ? sizeof(int32_t) * (size_t)maxT : 0},
+        {&c->ebulk, plan->moe_k ? (size_t)maxT : 0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        total += want[i].n;
+        if (want[i].n && !(want[i].b->p = malloc(want[i].n))) goto oom;
+        want[i].b->cap = want[i].n;
+    }
+    int64_t sc = 0;
+    if (plan->attn_d) sc = cpu_attention_scratch(nt, plan->attn_d);
+    if (plan->gdn_dk) {
+        int64_t g = cpu_gdn_scratch(nt, GDN_CHUNK, plan->gdn_dk, plan->gdn_dv);
+        sc = g > sc ? g : sc;
+    }
+    total += sizeof(float) * (size_t)sc;
+    if (sc && !(c->scratch.p = malloc(sizeof(float) * (size_t)sc))) goto oom;
+    c->scratch.cap = sizeof(float) * (size_t)sc;
+    return x;
 oom:
-    free(b);
-    free(c);
-    err_set(e, ERR_NOMEM, "cannot create the cpu backend with %d threads", n_threads);
+    cpu_exec_destroy(x);
+    if (!x) free(c);
+    err_set(e, ERR_NOMEM, "cannot create a cpu executor: %.1f MiB of scratch for %d-token passes (%d threads)",
+            (double)total / (1 << 20), plan->max_tokens, plan->n_threads);
     return NULL;
 }
 
 static void cpu_destroy(backend *b) {
-    cpu *c = b->impl;
-    if (c) {
-        pool_free(c->pool);
-        free(c->xq);
-        free(c->rowbuf);
-        free(c->scratch);
-        free(c->rows);
-        free(c->acts);
-        free(c->panels);
-        free(c->gstart);
-        free(c->packs);
-        free(c);
-    }
+    free(b->impl);
     free(b);
+}
+
+static const backend_ops cpu_backend_ops = {
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .weight_init = cpu_weight_init,
+    .exec_new = cpu_exec_new,
+};
+
+
+backend *cpu_backend_new(int n_threads, bool exact, err *e) {
+    backend *b = calloc(1, sizeof *b);
+    cpu_dev *d = calloc(1, sizeof *d);
+    if (!b || !d || n_threads < 1) {
+        free(b);
+        free(d);
+        err_set(e, n_threads < 1 ? ERR_ARG : ERR_NOMEM, "cannot create the cpu backend with %d threads", n_threads);
+        return NULL;
+    }
+    d->n_threads = n_threads;
+    d->exact = exact;
+    b->name = "cpu";
+    b->ops = &cpu_backend_ops;
+    b->impl = d;
+    return b;
 }
