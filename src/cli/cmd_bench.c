@@ -96,16 +96,17 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) ok = args_int("bench", a, v, 0, 1 << 20, &n_gen);
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) ok = args_int("bench", a, v, 1, 1000, &reps);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = args_int("bench", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "--device") || !strcmp(a, "-dev")) mp.device = v;
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) ok = args_int("bench", a, v, 1, 256, &n_par);
         else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) ok = args_int("bench", a, v, 0, 1 << 20, &depth);
         else {
-            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH]\n", a);
+            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D]\n", a);
             return 2;
         }
         if (!ok) return 2;
     }
     if (!path) {
-        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH]\n");
+        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D]\n");
         return 2;
     }
     llm170_model *model = NULL;

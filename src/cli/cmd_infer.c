@@ -57,7 +57,7 @@ static void print_top_logprobs(const float *row, int n_vocab, int32_t tok, int n
 static void usage(void) {
     fprintf(stderr,
             "usage: llm170 infer --model M (--prompt-tokens 1,2,3 | --prompt TEXT) [...more prompts] [--n-predict N]\n"
-            "         [--threads N] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos] [--top-logprobs N]\n"
+            "         [--threads N] [--device D] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos] [--top-logprobs N]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n");
 }
@@ -108,6 +108,7 @@ int cmd_infer(int argc, char **argv) {
             texts[n_texts++] = v;
         } else if (!strcmp(a, "--n-predict") || !strcmp(a, "-n")) ok = args_int("infer", a, v, 0, 1 << 24, &n_predict);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("infer", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "--device")) mp.device = v;
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("infer", a, v, 1, 1 << 24, &n_ctx);
         else if (!strcmp(a, "--batch-size") || !strcmp(a, "-b")) ok = args_int("infer", a, v, 1, 1 << 20, &n_batch);
         else if (!strcmp(a, "--temp")) ok = args_float("infer", a, v, 0, 100, &sp.temperature);

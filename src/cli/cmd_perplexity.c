@@ -19,7 +19,7 @@
 #include "llm170.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: llm170 perplexity --model M --file TEXT [--ctx-size 512] [--threads N] [--chunks N] [--exact]\n");
+    fprintf(stderr, "usage: llm170 perplexity --model M --file TEXT [--ctx-size 512] [--threads N] [--device D] [--chunks N] [--exact]\n");
 }
 
 /* The whole file, NUL-terminated, malloc'd; NULL with a message on failure. */
@@ -77,6 +77,7 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(a, "--file") || !strcmp(a, "-f")) file = v;
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("perplexity", a, v, 8, 1 << 20, &n_ctx);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("perplexity", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "--device")) mp.device = v;
         else if (!strcmp(a, "--chunks")) ok = args_int("perplexity", a, v, 1, 1 << 24, &max_chunks);
         else {
             fprintf(stderr, "llm170 perplexity: unknown flag '%s'\n", a);
