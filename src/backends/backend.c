@@ -26,6 +26,12 @@ int exec_status(exec *x, err *e) {
 
 const char *backend_devices(void) { return "cpu"; }
 
+bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D) {
+    (void)b; /* every device of this build takes these */
+    if (t == QT_F32 || t == QT_F16 || t == QT_BF16) return true;
+    return t == QT_Q8_0 && D % 32 == 0;
+}
+
 backend *backend_open(const char *device, int n_threads, bool exact, err *e) {
     if (!device || !*device || !strcmp(device, "cpu")) return cpu_backend_new(n_threads, exact, e);
     err_set(e, ERR_UNSUPPORTED, "device '%s' is not available: this build has %s", device, backend_devices());

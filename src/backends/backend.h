@@ -20,8 +20,9 @@
  * needed and what was available). Nothing aborts.
  *
  * Memory: buffers are device memory from backend_ops.alloc, typed by the op that reads them (f32
- * activations, int32 ids / positions / expert selections, the KV cache in its kv_type); the forward pass
- * never dereferences them. Shapes use the alphabet of ops_ref.h (T tokens, C channels, ...). */
+ * activations, int32 ids / positions / expert selections, the KV cache in the context's cache types: F32,
+ * F16, BF16 or Q8_0 rows written by store_rows and read by attention); the forward pass never
+ * dereferences them. backend_cache_type_ok says which cache types an executor's ops take. Shapes use the alphabet of ops_ref.h (T tokens, C channels, ...). */
 #ifndef LLM170_BACKENDS_BACKEND_H
 #define LLM170_BACKENDS_BACKEND_H
 
@@ -133,10 +134,15 @@ typedef struct exec_ops {
     void (*geglu)(exec *x, const float *g, const float *u, float *y, int64_t n); /* y = gelu_tanh(g) * u */
     void (*scale)(exec *x, float *y, float s, int64_t n);                        /* y *= s */
     void (*l2_norm)(exec *x, float *io, int T, int H, int D, float eps, float scale);
-    /* attention of T queries over a sequence's cache of S positions (see ref_attention); qpos, kpos:
-     * device int32; window: sliding-window size, or ATTN_NO_WINDOW */
-    void (*attention)(exec *x, const float *q, const float *k, const float *v, float *out, const int32_t *qpos,
-                      const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, int window);
+    /* attention of T queries over a sequence's cache of S positions (see ref_attention); k and v: caches
+     * of type tk / tv (rows of Hkv*D values; F32, F16, BF16 or Q8_0); qpos, kpos: device int32; window:
+     * sliding-window size, or ATTN_NO_WINDOW */
+    void (*attention)(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv, float *out,
+                      const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale,
+                      int window);
+    /* dst = rows of `width` values of type `type` (F32, F16, BF16, Q8_0: a cache's row layout,
+     * qtype_row_bytes(type, width) bytes each) from src[rows][width] (writes new keys / values) */
+    void (*store_rows)(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width);
     void (*conv1d_silu)(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch, int K);
     /* g[T][Hv] = ssm_a * softplus(alpha + dt_bias); beta[T][Hv] = sigmoid(beta_in); in place */
     void (*gdn_gates)(exec *x, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias, int T,
@@ -184,6 +190,10 @@ struct exec {
 int exec_fail(exec *x, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* 0, or the recorded failure copied to e (then cleared). */
 int exec_status(exec *x, err *e);
+
+/* Whether attention / store_rows take caches of type t on this device (and, for a block type, rows of
+ * width D: whole blocks). */
+bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D);
 
 /* Devices this build has ("cpu", later "cuda:N"), as a comma-separated list. */
 const char *backend_devices(void);

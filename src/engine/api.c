@@ -247,6 +247,23 @@ int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap) {
     return n;
 }
 
+static const struct {
+    const char *name;
+    enum qtype type;
+} cache_types[] = {[LLM170_CACHE_DEFAULT] = {"f16", QT_F16}, [LLM170_CACHE_F32] = {"f32", QT_F32},
+                   [LLM170_CACHE_F16] = {"f16", QT_F16},     [LLM170_CACHE_BF16] = {"bf16", QT_BF16},
+                   [LLM170_CACHE_Q8_0] = {"q8_0", QT_Q8_0}};
+#define N_CACHE_TYPES (int)(sizeof cache_types / sizeof cache_types[0])
+
+int llm170_cache_type_from_name(const char *name) {
+    for (int i = 1; i < N_CACHE_TYPES; i++)
+        if (!strcmp(name, cache_types[i].name)) return i;
+    err e;
+    err_set(&e, ERR_ARG, "cache type '%s' is not one of f32, f16, bf16, q8_0", name);
+    fail(&e);
+    return -1;
+}
+
 llm170_context_params llm170_context_default_params(void) {
     return (llm170_context_params){.n_seq = 1, .n_ctx = 4096, .n_batch = 512};
 }
@@ -257,6 +274,11 @@ int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm
     llm170_context_params p = params ? *params : llm170_context_default_params();
     if (p.n_seq < 1 || p.n_ctx < 1 || p.n_batch < 1) {
         err_set(&e, ERR_ARG, "n_seq, n_ctx and n_batch must be >= 1 (got %d, %d, %d)", p.n_seq, p.n_ctx, p.n_batch);
+        return fail(&e);
+    }
+    if (p.cache_type_k < 0 || p.cache_type_k >= N_CACHE_TYPES || p.cache_type_v < 0 || p.cache_type_v >= N_CACHE_TYPES) {
+        err_set(&e, ERR_ARG, "cache types must be enum llm170_cache_type values (got %d, %d)", p.cache_type_k,
+                p.cache_type_v);
         return fail(&e);
     }
     llm170_context *c = calloc(1, sizeof *c);
@@ -270,7 +292,8 @@ int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm
         llm170_context_free(c);
         return fail(&(err){ERR_NOMEM, "out of memory"});
     }
-    if (fwd_ctx_init(&c->fc, m->m, p.n_batch, p.n_seq, p.n_ctx, m->n_threads, &e)) {
+    state_plan sp = {p.n_ctx, cache_types[p.cache_type_k].type, cache_types[p.cache_type_v].type};
+    if (fwd_ctx_init(&c->fc, m->m, p.n_batch, p.n_seq, &sp, m->n_threads, &e)) {
         llm170_context_free(c);
         return fail(&e);
     }

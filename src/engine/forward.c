@@ -65,12 +65,13 @@ static size_t carve(fwd_work *w, const hparams *hp, int n_ctx, char *base) {
     return off;
 }
 
-int fwd_ctx_init(fwd_ctx *c, model *m, int n_batch, int n_seq, int n_ctx, int n_threads, err *e) {
+int fwd_ctx_init(fwd_ctx *c, model *m, int n_batch, int n_seq, const state_plan *sp, int n_threads, err *e) {
+    const int n_ctx = sp->n_ctx;
     memset(c, 0, sizeof *c);
     backend *be = m->be;
     exec_plan plan = fwd_plan(m, n_batch, n_seq, n_ctx, n_threads);
     if (!(c->x = be->ops->exec_new(be, &plan, e))) return e->code ? e->code : ERR_NOMEM;
-    int rc = kv_new(&c->kv, m, c->x, n_seq, n_ctx, e);
+    int rc = kv_new(&c->kv, m, c->x, n_seq, sp, e);
     if (rc) goto fail;
     fwd_work *w = &c->w;
     w->max_tokens = n_batch;

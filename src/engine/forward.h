@@ -57,8 +57,9 @@ typedef struct fwd_ctx {
 /* The worst pass of a context (n_batch tokens, n_seq sequences, n_ctx positions) as an executor plan. */
 exec_plan fwd_plan(const model *m, int n_batch, int n_seq, int n_ctx, int n_threads);
 
-/* Creates the executor, the sequence state and the arena; everything a context's passes need. */
-int fwd_ctx_init(fwd_ctx *c, model *m, int n_batch, int n_seq, int n_ctx, int n_threads, err *e);
+/* Creates the executor, the sequence state (n_ctx positions, KV cache types) and the arena; everything a
+ * context's passes need. */
+int fwd_ctx_init(fwd_ctx *c, model *m, int n_batch, int n_seq, const state_plan *sp, int n_threads, err *e);
 void fwd_ctx_free(fwd_ctx *c, model *m);
 
 /* Runs the batch. logits (host, may be NULL) receives fwd_n_out rows of n_vocab floats, span by span;

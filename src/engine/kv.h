@@ -18,23 +18,25 @@
 typedef struct seq_cache {
     int n_past;     /* tokens already in the cache; the next token's position */
     int mtp_past;   /* rows already in the MTP block's cache */
-    float **buf;    /* [n_block][STATE_MAX_BUFS]: block il's state buffer i, or NULL */
+    void **buf;     /* [n_block][STATE_MAX_BUFS]: block il's state buffer i, or NULL */
 } seq_cache;
 
 /* Block il's state buffer i of a sequence (attention: 0 = k, 1 = v; GDN: 0 = conv, 1 = ssm). */
-static inline float *seq_state(const seq_cache *c, int il, int i) { return c->buf[il * STATE_MAX_BUFS + i]; }
+static inline void *seq_state(const seq_cache *c, int il, int i) { return c->buf[il * STATE_MAX_BUFS + i]; }
 
 typedef struct kv_state {
     const model *m;
     exec *x;        /* the context's executor (stream operations) */
     int n_seq, n_ctx;
+    state_plan plan; /* n_ctx and the KV cache types */
     seq_cache *seqs;
 } kv_state;
 
-/* Bytes kv_new would allocate for n_seq sequences of n_ctx tokens. */
-uint64_t kv_bytes(const model *m, int n_seq, int n_ctx);
+/* Bytes kv_new would allocate for n_seq sequences under the plan. */
+uint64_t kv_bytes(const model *m, int n_seq, const state_plan *sp);
 
-int kv_new(kv_state **out, const model *m, exec *x, int n_seq, int n_ctx, err *e);
+/* Fails naming the type if the device's attention does not take a cache type of the plan. */
+int kv_new(kv_state **out, const model *m, exec *x, int n_seq, const state_plan *sp, err *e);
 void kv_free(kv_state *kv);
 
 /* Forgets sequence s: n_past = 0, recurrent state zeroed (a recycled slot must not leak the previous

@@ -24,13 +24,21 @@ typedef struct model model;
 typedef struct fwd_ctx fwd_ctx;
 typedef struct fwd_span fwd_span;
 
-/* One buffer of a block's per-sequence state (engine/kv.h): `floats` floats per sequence; recurrent
- * state is zeroed when the sequence is reset and travels in checkpoints, a cache (KV) does neither. */
+/* One buffer of a block's per-sequence state (engine/kv.h): rows of `width` values of `type` (the
+ * cache's row layout, qtype_row_bytes each); recurrent state (F32) is zeroed when the sequence is reset
+ * and travels in checkpoints, a cache (KV) does neither. */
 typedef struct state_buf {
-    int64_t floats;
+    enum qtype type;
+    int64_t rows, width;
     bool recurrent;
 } state_buf;
 #define STATE_MAX_BUFS 4
+
+/* What a context asks of its sequence state: positions and the KV cache's types. */
+typedef struct state_plan {
+    int n_ctx;
+    enum qtype type_k, type_v;
+} state_plan;
 
 /* An architecture (models/registry.c holds the table: one line each). */
 typedef struct arch_def {
@@ -41,8 +49,8 @@ typedef struct arch_def {
     /* the trunk of a pass: from the inputs fwd_begin uploaded to the residual stream w.x after the last
      * block (model_forward then runs the shared output head) */
     void (*forward)(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans);
-    /* block il's per-sequence state for n_ctx positions: fills out[] and returns how many buffers */
-    int (*block_state)(const model *m, int il, int n_ctx, state_buf out[STATE_MAX_BUFS]);
+    /* block il's per-sequence state for the plan: fills out[] and returns how many buffers */
+    int (*block_state)(const model *m, int il, const state_plan *sp, state_buf out[STATE_MAX_BUFS]);
     /* the MTP block, or NULL */
     int (*mtp)(model *m, fwd_ctx *c, int seq, const float *hidden, const int32_t *next, int T, float *logits,
                float *hidden_out, err *e);

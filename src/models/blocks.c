@@ -147,14 +147,16 @@ void blk_attend_cache(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n
     const fwd_work *w = &c->w;
     int Hq = hp->n_head, Hkv = hp->n_head_kv, D = hp->head_dim;
     int64_t qrow = (int64_t)Hq * D, kvrow = (int64_t)Hkv * D;
+    const enum qtype tk = c->kv->plan.type_k, tv = c->kv->plan.type_v;
+    const size_t krow = qtype_row_bytes(tk, kvrow), vrow = qtype_row_bytes(tv, kvrow);
     for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++) {
         const seq_cache *sc = &c->kv->seqs[spans[s].seq];
-        float *kc = seq_state(sc, il, 0), *vc = seq_state(sc, il, 1);
+        char *kc = seq_state(sc, il, 0), *vc = seq_state(sc, il, 1);
         int n = spans[s].n, past = w->h_pos[t0]; /* a span continues its cache from its first position */
-        op->copy(x, kc + past * kvrow, k + t0 * kvrow, n * kvrow);
-        op->copy(x, vc + past * kvrow, v + t0 * kvrow, n * kvrow);
-        op->attention(x, q + t0 * qrow, kc, vc, att + t0 * qrow, w->pos + t0, w->kpos, n, past + n, Hq, Hkv, D, scale,
-                      window);
+        op->store_rows(x, kc + (size_t)past * krow, tk, k + t0 * kvrow, n, kvrow);
+        op->store_rows(x, vc + (size_t)past * vrow, tv, v + t0 * kvrow, n, kvrow);
+        op->attention(x, q + t0 * qrow, kc, vc, tk, tv, att + t0 * qrow, w->pos + t0, w->kpos, n, past + n, Hq, Hkv, D,
+                      scale, window);
     }
 }
 
@@ -198,9 +200,9 @@ void blk_ffn(model *m, fwd_ctx *c, const layer *L, int I, enum blk_act act) {
     op->matmul(x, &L->ffn_down, 0, w->f, w->y, w->T, MM_ROWS_PASS);
 }
 
-int blk_attention_state(const model *m, int n_ctx, state_buf out[STATE_MAX_BUFS]) {
-    const int64_t n = (int64_t)n_ctx * m->hp.n_head_kv * m->hp.head_dim;
-    out[0] = (state_buf){n, false};
-    out[1] = (state_buf){n, false};
+int blk_attention_state(const model *m, const state_plan *sp, state_buf out[STATE_MAX_BUFS]) {
+    const int64_t w = (int64_t)m->hp.n_head_kv * m->hp.head_dim;
+    out[0] = (state_buf){sp->type_k, sp->n_ctx, w, false};
+    out[1] = (state_buf){sp->type_v, sp->n_ctx, w, false};
     return 2;
 }

@@ -42,7 +42,8 @@ void blk_attend_cache(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n
 enum blk_act { ACT_SILU, ACT_GELU_TANH };
 void blk_ffn(model *m, fwd_ctx *c, const layer *L, int I, enum blk_act act);
 
-/* The per-sequence state of an attention block: k and v caches of n_ctx rows of Hkv*D. */
-int blk_attention_state(const model *m, int n_ctx, state_buf out[STATE_MAX_BUFS]);
+/* The per-sequence state of an attention block: k and v caches of n_ctx rows of Hkv*D values in the
+ * plan's cache types. */
+int blk_attention_state(const model *m, const state_plan *sp, state_buf out[STATE_MAX_BUFS]);
 
 #endif

@@ -118,9 +118,9 @@ static void gemma3_forward(model *m, fwd_ctx *c, const fwd_span *spans, int n_sp
     }
 }
 
-static int gemma3_block_state(const model *m, int il, int n_ctx, state_buf out[STATE_MAX_BUFS]) {
+static int gemma3_block_state(const model *m, int il, const state_plan *sp, state_buf out[STATE_MAX_BUFS]) {
     (void)il;
-    return blk_attention_state(m, n_ctx, out);
+    return blk_attention_state(m, sp, out);
 }
 
 const arch_def arch_gemma3 = {ARCH_GEMMA3, "gemma3", gemma3_load, gemma3_forward, gemma3_block_state, NULL};

@@ -59,9 +59,9 @@ static void llama_forward(model *m, fwd_ctx *c, const fwd_span *spans, int n_spa
     }
 }
 
-static int llama_block_state(const model *m, int il, int n_ctx, state_buf out[STATE_MAX_BUFS]) {
+static int llama_block_state(const model *m, int il, const state_plan *sp, state_buf out[STATE_MAX_BUFS]) {
     (void)il;
-    return blk_attention_state(m, n_ctx, out);
+    return blk_attention_state(m, sp, out);
 }
 
 const arch_def arch_llama = {ARCH_LLAMA, "llama", llama_load, llama_forward, llama_block_state, NULL};

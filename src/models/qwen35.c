@@ -294,12 +294,12 @@ static void qwen35_forward(model *m, fwd_ctx *c, const fwd_span *spans, int n_sp
 }
 
 /* GDN blocks: conv window [K-1][dc] and S [Hv][Dk][Dv], both recurrent; attention (and MTP) blocks: KV. */
-static int qwen35_block_state(const model *m, int il, int n_ctx, state_buf out[STATE_MAX_BUFS]) {
+static int qwen35_block_state(const model *m, int il, const state_plan *sp, state_buf out[STATE_MAX_BUFS]) {
     const hparams *hp = &m->hp;
-    if (!m->layers[il].is_gdn) return blk_attention_state(m, n_ctx, out);
+    if (!m->layers[il].is_gdn) return blk_attention_state(m, sp, out);
     int64_t dc = 2LL * hp->ssm_hk * hp->ssm_dk + (int64_t)hp->ssm_hv * hp->ssm_dv;
-    out[0] = (state_buf){(int64_t)(hp->ssm_conv - 1) * dc, true};
-    out[1] = (state_buf){(int64_t)hp->ssm_hv * hp->ssm_dk * hp->ssm_dv, true};
+    out[0] = (state_buf){QT_F32, hp->ssm_conv - 1, dc, true};
+    out[1] = (state_buf){QT_F32, 1, (int64_t)hp->ssm_hv * hp->ssm_dk * hp->ssm_dv, true};
     return 2;
 }
 

@@ -7,7 +7,8 @@
  *
  * Tolerances (per op):
  *  - data movement (copy, zero, copy_cols, set_cols, gather_rows, get_rows, add, add_bias, scale, the
- *    expert ids of moe_route): exact;
+ *    expert ids of moe_route): exact; store_rows: the cache type's rounding (f16 2^-11, bf16 2^-8 of the
+ *    largest value, q8_0 half a step of amax/127 plus its f16 scale);
  *  - float kernels (norms, rope, activations, gates, attention, conv, delta rule, routing weights,
  *    combine): 1e-5 of the output's largest magnitude (they differ from the references only in summation
  *    order and in exp/log approximations; test_cpu_ops.c pins the CPU's at the same bound);
@@ -401,23 +402,50 @@ static void check_elementwise(rng *r) {
 }
 
 static void check_sequence_ops(rng *r) {
-    /* attention: 5 queries at positions 10..14 over 15 keys, GQA 6/2 heads of 24, with and without window */
-    const int T = 5, S = 15, Hq = 6, Hkv = 2, D = 24;
-    float *q = randn(r, T * Hq * D, 1), *k = randn(r, S * Hkv * D, 1), *v = randn(r, S * Hkv * D, 1);
+    /* store_rows and attention, per cache type: 5 queries at positions 10..14 over 15 keys, GQA 6/2 heads
+     * of 32, with and without a window; the reference attends over the cache as stored (dequantized) */
+    const int T = 5, S = 15, Hq = 6, Hkv = 2, D = 32;
+    const int64_t kw = (int64_t)Hkv * D;
+    float *q = randn(r, T * Hq * D, 1), *k = randn(r, S * kw, 1), *v = randn(r, S * kw, 1);
     int32_t qpos[5], kpos[15];
     for (int i = 0; i < T; i++) qpos[i] = 10 + i;
     for (int i = 0; i < S; i++) kpos[i] = i;
-    float *dq = upf(q, T * Hq * D), *dk = upf(k, S * Hkv * D), *dv = upf(v, S * Hkv * D), *dout = upf(NULL, T * Hq * D);
+    float *dq = upf(q, T * Hq * D), *dk = upf(k, S * kw), *dv = upf(v, S * kw), *dout = upf(NULL, T * Hq * D);
     int32_t *dqp = up(qpos, sizeof qpos), *dkp = up(kpos, sizeof kpos);
     float *ref = malloc(sizeof(float) * T * Hq * D), *sc = malloc(sizeof(float) * S);
-    for (int win = 0; win < 2; win++) {
-        X->ops->attention(X, dq, dk, dv, dout, dqp, dkp, T, S, Hq, Hkv, D, 0.2f, win ? 4 : ATTN_NO_WINDOW);
-        float *y = down(dout, T * Hq * D);
-        ref_attention(q, k, v, ref, qpos, kpos, T, S, Hq, Hkv, D, 0.2f, win ? 4 : ATTN_NO_WINDOW, sc);
-        expect("attention", win ? "5 x 15, GQA 6/2, window 4" : "5 x 15, GQA 6/2", y, ref, T * Hq * D, 1e-5);
-        free(y);
+    float *kd = malloc(sizeof(float) * (size_t)(S * kw)), *vd = malloc(sizeof(float) * (size_t)(S * kw));
+    /* store_rows tolerance: half an ulp of f16 / bf16, half a q8_0 step (amax/254) plus its f16 scale */
+    const struct { enum qtype t; double tol; } ct[] = {{QT_F32, 0}, {QT_F16, 0x1p-11}, {QT_BF16, 0x1p-8},
+                                                        {QT_Q8_0, 1.0 / 254 + 0x1p-11}};
+    for (size_t ci = 0; ci < sizeof ct / sizeof ct[0]; ci++) {
+        const enum qtype t = ct[ci].t;
+        const size_t rb = qtype_row_bytes(t, kw);
+        void *ck = up(NULL, rb * S), *cv = up(NULL, rb * S);
+        X->ops->store_rows(X, ck, t, dk, S, kw);
+        X->ops->store_rows(X, cv, t, dv, S, kw);
+        char *hk = malloc(rb * S), *hv = malloc(rb * S);
+        X->ops->download(X, hk, ck, rb * S);
+        X->ops->download(X, hv, cv, rb * S);
+        const quant_ops *qo = quant_ops_get(t, QUANT_ISA_SCALAR);
+        for (int i = 0; i < S; i++) {
+            qo->to_float(hk + (size_t)i * rb, kd + i * kw, kw);
+            qo->to_float(hv + (size_t)i * rb, vd + i * kw, kw);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "15 rows of 64 as %s", qtype_get((uint32_t)t)->name);
+        expect("store_rows", what, kd, k, S * kw, ct[ci].tol);
+        for (int win = 0; win < 2; win++) {
+            X->ops->attention(X, dq, ck, cv, t, t, dout, dqp, dkp, T, S, Hq, Hkv, D, 0.2f, win ? 4 : ATTN_NO_WINDOW);
+            float *y = down(dout, T * Hq * D);
+            ref_attention(q, kd, vd, ref, qpos, kpos, T, S, Hq, Hkv, D, 0.2f, win ? 4 : ATTN_NO_WINDOW, sc);
+            snprintf(what, sizeof what, "5 x 15, GQA 6/2, %s cache%s", qtype_get((uint32_t)t)->name,
+                     win ? ", window 4" : "");
+            expect("attention", what, y, ref, T * Hq * D, 1e-5);
+            free(y);
+        }
+        free(hk), free(hv);
     }
-    free(q), free(k), free(v), free(ref), free(sc);
+    free(q), free(k), free(v), free(ref), free(sc), free(kd), free(vd);
     /* conv1d_silu: 6 tokens, 37 channels, kernel 4, with a state */
     {
         const int Tc = 6, Ch = 37, Kc = 4;
@@ -576,7 +604,7 @@ static void check_device(const char *name) {
     gguf_tensor gte;
     CHECK(make_weight(&r, QT_F32, 768, 37, 3, &we, &wed, &gte));
     free(wed);
-    exec_plan plan = {.max_tokens = 80, .max_out = 80, .n_ctx = 64, .max_in = 768, .attn_d = 24, .gdn_dk = 16,
+    exec_plan plan = {.max_tokens = 80, .max_out = 80, .n_ctx = 64, .max_in = 768, .attn_d = 32, .gdn_dk = 16,
                       .gdn_dv = 12, .moe_k = 2, .n_threads = 3};
     X = DEV->ops->exec_new(DEV, &plan, &e);
     CHECKF(X != NULL, "%s: %s", name, e.msg);

@@ -75,7 +75,8 @@ static void check_counts(const char *path, bool moe) {
     CHECKF(be && model_load(&m, path, be, &e) == 0, "%s: %s", path, e.msg);
     if (!m) return;
     fwd_ctx c;
-    CHECKF(fwd_ctx_init(&c, m, 512, 2, 1100, 2, &e) == 0, "%s", e.msg);
+    state_plan sp = {1100, QT_F32, QT_F32};
+    CHECKF(fwd_ctx_init(&c, m, 512, 2, &sp, 2, &e) == 0, "%s", e.msg);
     const int V = m->hp.n_vocab, C = m->hp.n_embd, L = m->hp.n_layer;
     float *logits = malloc(sizeof(float) * (size_t)V * 512), *hidden = malloc(sizeof(float) * (size_t)C * 512);
     int32_t *p512 = tokens(512, 1), *p16 = tokens(16, 2);

@@ -118,13 +118,29 @@ static void cpu_l2_norm(exec *x, float *io, int T, int H, int D, float eps, floa
     pool_run(cpu_of(x)->pool, T, 8, l2_tokens, &J);
 }
 
-static void cpu_attention_op(exec *x, const float *q, const float *k, const float *v, float *out, const int32_t *qpos,
-                             const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, int window) {
+static void cpu_attention_op(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv,
+                             float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D,
+                             float scale, int window) {
     OP(x);
     cpu_exec *c = cpu_of(x);
     const int nt = pool_n_threads(c->pool);
     float *sc = cbuf_get(x, &c->scratch, sizeof(float) * (size_t)cpu_attention_scratch(nt, D), "attention scratch");
-    if (sc) cpu_attention(c->pool, sc, q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window);
+    if (sc) cpu_attention(c->pool, sc, q, k, v, tk, tv, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window);
+}
+
+static void cpu_store_rows(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width) {
+    OP(x);
+    if (type == QT_F32) {
+        memmove(dst, src, sizeof(float) * (size_t)(rows * width));
+        return;
+    }
+    quant_from_float_fn from = quant_ops_best(type).from_float;
+    if (!from) {
+        exec_fail(x, ERR_UNSUPPORTED, "store_rows: no conversion to %s", qtype_get((uint32_t)type)->name);
+        return;
+    }
+    const size_t rb = qtype_row_bytes(type, width);
+    for (int64_t r = 0; r < rows; r++) from(src + r * width, (char *)dst + (size_t)r * rb, width);
 }
 
 static void cpu_conv1d_silu_op(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch, int K) {
@@ -254,6 +270,7 @@ const exec_ops cpu_exec_ops = {
     .scale = cpu_scale,
     .l2_norm = cpu_l2_norm,
     .attention = cpu_attention_op,
+    .store_rows = cpu_store_rows,
     .conv1d_silu = cpu_conv1d_silu_op,
     .gdn_gates = cpu_gdn_gates,
     .gdn = cpu_gdn_op,
