@@ -36,7 +36,7 @@ static size_t carve(fwd_work *w, const hparams *hp, int n_ctx, char *base) {
     size_t off = 0;
 #define SLOT(ptr, type, count)                                                                                  \
     do {                                                                                                      \
-        if (base) w->ptr = (type *)(base + off);                                                              \
+        if (base) w->ptr = (void *)(base + off);                                                               \
         off += (sizeof(type) * (size_t)(count) + 63) & ~(size_t)63;                                           \
     } while (0)
     const int64_t T = w->max_tokens, C = hp->n_embd, TK = T * (hp->n_expert_used > 0 ? hp->n_expert_used : 0);

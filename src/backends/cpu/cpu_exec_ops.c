@@ -183,6 +183,10 @@ static void cpu_moe_route(exec *x, const float *logits, int32_t *sel, float *wse
                           enum moe_gating gating, bool renorm) {
     OP(x);
     float p[1024];
+    if (K < 1 || K > E) {
+        exec_fail(x, ERR_ARG, "moe_route: top %d of %d experts", K, E);
+        return;
+    }
     if (E > (int)(sizeof p / sizeof p[0])) {
         exec_fail(x, ERR_UNSUPPORTED, "moe_route: %d experts, the cpu executor routes at most %d", E,
                   (int)(sizeof p / sizeof p[0]));
@@ -209,6 +213,7 @@ static void cpu_moe_route(exec *x, const float *logits, int32_t *sel, float *wse
                 for (int q = 0; q < j; q++) taken |= s[q] == i;
                 if (!taken && (best < 0 || p[i] > p[best])) best = i;
             }
+            if (best < 0) return; /* K <= E: not reached */
             s[j] = best;
             tot += ws[j] = p[best];
         }

@@ -50,7 +50,7 @@ static inline cpu_exec *cpu_of(exec *x) { return x->impl; }
 void *cbuf_get(exec *x, cbuf *b, size_t need, const char *what);
 
 /* y[T][ne1] = x . W(expert)^T with per-row bulk flags (NULL: none); the matmul core of both matmul ops */
-void cpu_mm(exec *x, const weight *w, int expert, const float *in, float *y, int T, const uint8_t *bulk);
+void cpu_mm(exec *ex, const weight *w, int expert, const float *x, float *y, int T, const uint8_t *bulk);
 
 /* cpu_backend.c: the ops that use the matmul core, and the executor's destructor */
 void cpu_begin_pass(exec *x, const pass_span *spans, int n_spans);
