@@ -87,7 +87,7 @@ int llm170_chat_render(const llm170_model *m, const char *messages_json, const c
 
 /* Element type of the KV cache (llama.cpp's --cache-type-k / -v names: "f32", "f16", "bf16", "q8_0"). */
 enum llm170_cache_type {
-    LLM170_CACHE_DEFAULT = 0, /* f16 */
+    LLM170_CACHE_DEFAULT = 0, /* the device's: f32 on the CPU (faster there), f16 on GPUs */
     LLM170_CACHE_F32,
     LLM170_CACHE_F16,
     LLM170_CACHE_BF16,
@@ -100,7 +100,7 @@ typedef struct llm170_context_params {
     int n_seq;    /* parallel sequences (>= 1) */
     int n_ctx;    /* tokens per sequence (>= 1) */
     int n_batch;  /* most tokens per forward pass; longer batches are split (chunked prefill) */
-    int cache_type_k, cache_type_v; /* enum llm170_cache_type of the K and V caches; 0 = default (f16) */
+    int cache_type_k, cache_type_v; /* enum llm170_cache_type of the K and V caches; 0 = the device's default */
 } llm170_context_params;
 
 llm170_context_params llm170_context_default_params(void);

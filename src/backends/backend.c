@@ -26,6 +26,11 @@ int exec_status(exec *x, err *e) {
 
 const char *backend_devices(void) { return "cpu"; }
 
+enum qtype backend_default_cache_type(const backend *b) {
+    (void)b; /* cpu: f32 (backend.h says why) */
+    return QT_F32;
+}
+
 bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D) {
     (void)b; /* every device of this build takes these */
     if (t == QT_F32 || t == QT_F16 || t == QT_BF16) return true;

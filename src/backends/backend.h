@@ -194,6 +194,10 @@ int exec_status(exec *x, err *e);
 /* Whether attention / store_rows take caches of type t on this device (and, for a block type, rows of
  * width D: whole blocks). */
 bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D);
+/* The cache type a context gets by default on this device: the CPU's is F32 (its attention converts an
+ * f16 cache one key block per query head: +3-5% CPU per decoded token on SmolLM2 135M, docs/benchmarks.md);
+ * a GPU's will be F16 (llama.cpp's default). */
+enum qtype backend_default_cache_type(const backend *b);
 
 /* Devices this build has ("cpu", later "cuda:N"), as a comma-separated list. */
 const char *backend_devices(void);

@@ -250,7 +250,7 @@ int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap) {
 static const struct {
     const char *name;
     enum qtype type;
-} cache_types[] = {[LLM170_CACHE_DEFAULT] = {"f16", QT_F16}, [LLM170_CACHE_F32] = {"f32", QT_F32},
+} cache_types[] = {[LLM170_CACHE_DEFAULT] = {"default", QT_COUNT}, [LLM170_CACHE_F32] = {"f32", QT_F32},
                    [LLM170_CACHE_F16] = {"f16", QT_F16},     [LLM170_CACHE_BF16] = {"bf16", QT_BF16},
                    [LLM170_CACHE_Q8_0] = {"q8_0", QT_Q8_0}};
 #define N_CACHE_TYPES (int)(sizeof cache_types / sizeof cache_types[0])
@@ -292,7 +292,9 @@ int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm
         llm170_context_free(c);
         return fail(&(err){ERR_NOMEM, "out of memory"});
     }
-    state_plan sp = {p.n_ctx, cache_types[p.cache_type_k].type, cache_types[p.cache_type_v].type};
+    const enum qtype dflt = backend_default_cache_type(m->be);
+    state_plan sp = {p.n_ctx, p.cache_type_k ? cache_types[p.cache_type_k].type : dflt,
+                     p.cache_type_v ? cache_types[p.cache_type_v].type : dflt};
     if (fwd_ctx_init(&c->fc, m->m, p.n_batch, p.n_seq, &sp, m->n_threads, &e)) {
         llm170_context_free(c);
         return fail(&e);
