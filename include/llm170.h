@@ -8,7 +8,7 @@
  * Errors: functions return 0 on success or a negative code; llm170_last_error() then gives a message for
  * the calling thread (what was expected, what was found, where).
  * Threads: one context is used by one thread at a time; distinct contexts of one model may run in
- * parallel only on backends that say so (the CPU backend does not yet). */
+ * parallel (each context has its own executor: threads or stream, and scratch). */
 #ifndef LLM170_H
 #define LLM170_H
 
@@ -39,11 +39,15 @@ typedef struct llm170_sampler llm170_sampler;
 LLM170_API const char *llm170_last_error(void);
 
 typedef struct llm170_model_params {
-    int n_threads;   /* CPU threads (>= 1) */
+    int n_threads;   /* CPU threads of each context (>= 1) */
     bool exact;      /* f32 reference matmuls instead of quantized dot products (slow; for checks) */
+    const char *device; /* "cpu" (later "cuda:N"); NULL = "cpu". Unknown or unavailable: an error listing
+                           llm170_devices() */
 } llm170_model_params;
 
 LLM170_API llm170_model_params llm170_model_default_params(void);
+/* The devices this build has, comma-separated ("cpu"). */
+LLM170_API const char *llm170_devices(void);
 
 LLM170_API int llm170_model_load(const char *path, const llm170_model_params *params, llm170_model **out);
 LLM170_API void llm170_model_free(llm170_model *m);
@@ -93,10 +97,22 @@ LLM170_API int llm170_chat_render(const llm170_model *m, const char *messages_js
                                   bool add_generation_prompt, int enable_thinking,
                                   const char *template_override, char **out, size_t *len);
 
+/* Element type of the KV cache (llama.cpp's --cache-type-k / -v names: "f32", "f16", "bf16", "q8_0"). */
+enum llm170_cache_type {
+    LLM170_CACHE_DEFAULT = 0, /* the device's: f32 on the CPU (faster there), f16 on GPUs */
+    LLM170_CACHE_F32,
+    LLM170_CACHE_F16,
+    LLM170_CACHE_BF16,
+    LLM170_CACHE_Q8_0,
+};
+/* The type named `name`, or -1 (the error lists the names). */
+LLM170_API int llm170_cache_type_from_name(const char *name);
+
 typedef struct llm170_context_params {
     int n_seq;    /* parallel sequences (>= 1) */
     int n_ctx;    /* tokens per sequence (>= 1) */
     int n_batch;  /* most tokens per forward pass; longer batches are split (chunked prefill) */
+    int cache_type_k, cache_type_v; /* enum llm170_cache_type of the K and V caches; 0 = the device's default */
 } llm170_context_params;
 
 LLM170_API llm170_context_params llm170_context_default_params(void);

@@ -1,9 +1,13 @@
 #include "cli/args.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "llm170.h"
 
 bool args_int(const char *cmd, const char *flag, const char *s, long lo, long hi, int *out) {
     char *end;
@@ -83,4 +87,21 @@ bool args_int_list(const char *cmd, const char *flag, const char *s, int32_t **o
 int args_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+bool args_cache_type(const char *cmd, const char *flag, const char *s, int *out) {
+    int t = llm170_cache_type_from_name(s);
+    if (t < 0) {
+        fprintf(stderr, "llm170 %s: %s: %s\n", cmd, flag, llm170_last_error());
+        return false;
+    }
+    *out = t;
+    return true;
+}
+
+bool args_cache_flags(const char *cmd, const char *flag, const char *s, int *k, int *v, bool *ok) {
+    if (!strcmp(flag, "--cache-type-k") || !strcmp(flag, "-ctk")) *ok = args_cache_type(cmd, flag, s, k);
+    else if (!strcmp(flag, "--cache-type-v") || !strcmp(flag, "-ctv")) *ok = args_cache_type(cmd, flag, s, v);
+    else return false;
+    return true;
 }

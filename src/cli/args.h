@@ -13,6 +13,10 @@ bool args_u64(const char *cmd, const char *flag, const char *s, uint64_t *out);
 const char *args_value(const char *cmd, int argc, char **argv, int *i);
 /* Parses "1,2,3" into a malloc'd array (caller frees) of *n ints; false with a message on bad input. */
 bool args_int_list(const char *cmd, const char *flag, const char *s, int32_t **out, int *n);
+/* Parses a KV cache type name (f32, f16, bf16, q8_0) into *out (enum llm170_cache_type). */
+bool args_cache_type(const char *cmd, const char *flag, const char *s, int *out);
+/* Handles --cache-type-k / -ctk and --cache-type-v / -ctv: true if flag is one of them (*ok: parsed). */
+bool args_cache_flags(const char *cmd, const char *flag, const char *s, int *k, int *v, bool *ok);
 /* Number of online CPUs (at least 1). */
 int args_default_threads(void);
 

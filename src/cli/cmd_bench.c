@@ -84,7 +84,7 @@ static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double s
 
 int cmd_bench(int argc, char **argv) {
     const char *path = NULL;
-    int n_prompt = 512, n_gen = 128, reps = 5, n_par = 1, depth = 0;
+    int n_prompt = 512, n_gen = 128, reps = 5, n_par = 1, depth = 0, ctk = 0, ctv = 0;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
     for (int i = 1; i < argc; i++) {
@@ -96,16 +96,19 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) ok = args_int("bench", a, v, 0, 1 << 20, &n_gen);
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) ok = args_int("bench", a, v, 1, 1000, &reps);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = args_int("bench", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "--device") || !strcmp(a, "-dev")) mp.device = v;
+        else if (args_cache_flags("bench", a, v, &ctk, &ctv, &ok)) {
+        }
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) ok = args_int("bench", a, v, 1, 256, &n_par);
         else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) ok = args_int("bench", a, v, 0, 1 << 20, &depth);
         else {
-            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH]\n", a);
+            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D] [-ctk T] [-ctv T]\n", a);
             return 2;
         }
         if (!ok) return 2;
     }
     if (!path) {
-        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH]\n");
+        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D] [-ctk T] [-ctv T]\n");
         return 2;
     }
     llm170_model *model = NULL;
@@ -118,7 +121,7 @@ int cmd_bench(int argc, char **argv) {
     int need = depth + (n_prompt > n_gen ? n_prompt : n_gen); /* the cache after the depth, then the test */
     int nb = n_prompt > depth ? n_prompt : depth;
     llm170_context_params cp = {.n_seq = n_par, .n_ctx = need > 0 ? need : 1,
-                                .n_batch = nb > n_par ? nb : n_par};
+                                .n_batch = nb > n_par ? nb : n_par, .cache_type_k = ctk, .cache_type_v = ctv};
     if (llm170_context_new(model, &cp, &ctx)) {
         fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
         goto done;

@@ -59,7 +59,7 @@ static void print_top_logprobs(const float *row, int n_vocab, int32_t tok, int n
 static void usage(void) {
     fprintf(stderr,
             "usage: llm170 infer --model M (--prompt-tokens 1,2,3 | --prompt TEXT) [...more prompts] [--n-predict N]\n"
-            "         [--threads N] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos] [--top-logprobs N]\n"
+            "         [--threads N] [--device D] [--cache-type-k T] [--cache-type-v T] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos] [--top-logprobs N]\n"
             "         [--timings]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n");
@@ -69,7 +69,7 @@ int cmd_infer(int argc, char **argv) {
     const char *path = NULL, *texts[MAX_PROMPTS];
     int n_texts = 0;
     int32_t *prompts[MAX_PROMPTS];
-    int lens[MAX_PROMPTS], n_prompts = 0, n_predict = 32, n_ctx = 0, n_batch = 512, n_top = 0, rc = 1;
+    int lens[MAX_PROMPTS], n_prompts = 0, n_predict = 32, n_ctx = 0, n_batch = 512, n_top = 0, rc = 1, ctk = 0, ctv = 0;
     bool ignore_eos = false, timings = false;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
@@ -115,6 +115,9 @@ int cmd_infer(int argc, char **argv) {
             texts[n_texts++] = v;
         } else if (!strcmp(a, "--n-predict") || !strcmp(a, "-n")) ok = args_int("infer", a, v, 0, 1 << 24, &n_predict);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("infer", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "--device")) mp.device = v;
+        else if (args_cache_flags("infer", a, v, &ctk, &ctv, &ok)) {
+        }
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("infer", a, v, 1, 1 << 24, &n_ctx);
         else if (!strcmp(a, "--batch-size") || !strcmp(a, "-b")) ok = args_int("infer", a, v, 1, 1 << 20, &n_batch);
         else if (!strcmp(a, "--temp")) ok = args_float("infer", a, v, 0, 100, &sp.temperature);
@@ -164,7 +167,8 @@ int cmd_infer(int argc, char **argv) {
                 longest, n_predict, n_ctx);
         goto done;
     }
-    llm170_context_params cp = {.n_seq = n_prompts, .n_ctx = n_ctx, .n_batch = n_batch};
+    llm170_context_params cp = {.n_seq = n_prompts, .n_ctx = n_ctx, .n_batch = n_batch, .cache_type_k = ctk,
+                                .cache_type_v = ctv};
     if (llm170_context_new(model, &cp, &ctx)) {
         fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
         goto done;

@@ -19,7 +19,7 @@
 #include "llm170.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: llm170 perplexity --model M --file TEXT [--ctx-size 512] [--threads N] [--chunks N] [--exact]\n");
+    fprintf(stderr, "usage: llm170 perplexity --model M --file TEXT [--ctx-size 512] [--threads N] [--device D] [--cache-type-k T] [--cache-type-v T] [--chunks N] [--exact]\n");
 }
 
 /* The whole file, NUL-terminated, malloc'd; NULL with a message on failure. */
@@ -54,7 +54,7 @@ static char *read_file(const char *path, size_t *len) {
 
 int cmd_perplexity(int argc, char **argv) {
     const char *path = NULL, *file = NULL;
-    int n_ctx = 512, max_chunks = -1, rc = 1;
+    int n_ctx = 512, max_chunks = -1, rc = 1, ctk = 0, ctv = 0;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
     llm170_model *model = NULL;
@@ -77,6 +77,9 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(a, "--file") || !strcmp(a, "-f")) file = v;
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("perplexity", a, v, 8, 1 << 20, &n_ctx);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("perplexity", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "--device")) mp.device = v;
+        else if (args_cache_flags("perplexity", a, v, &ctk, &ctv, &ok)) {
+        }
         else if (!strcmp(a, "--chunks")) ok = args_int("perplexity", a, v, 1, 1 << 24, &max_chunks);
         else {
             fprintf(stderr, "llm170 perplexity: unknown flag '%s'\n", a);
@@ -108,7 +111,7 @@ int cmd_perplexity(int argc, char **argv) {
     int first = n_ctx / 2, n_vocab = llm170_model_n_vocab(model);
     /* two decodes per chunk: the unscored first half without logits, the second half with all of them
      * (halves the logits buffer: n_ctx/2 x n_vocab floats) */
-    llm170_context_params cp = {.n_seq = 1, .n_ctx = n_ctx, .n_batch = n_ctx};
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = n_ctx, .n_batch = n_ctx, .cache_type_k = ctk, .cache_type_v = ctv};
     if (llm170_context_new(model, &cp, &ctx)) {
         fprintf(stderr, "llm170 perplexity: %s\n", llm170_last_error());
         goto done;

@@ -427,7 +427,7 @@ static int read_line(char **line, size_t *cap) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: llm170 run --model M [--prompt TEXT] [--system TEXT] [--ctx-size N] [--threads N]\n"
+            "usage: llm170 run --model M [--prompt TEXT] [--system TEXT] [--ctx-size N] [--threads N] [--device D]\n"
             "         [--n-predict N] [--template chatml|llama3|gemma|raw|FILE.jinja] [--verbose] [--no-reuse]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n"
@@ -484,6 +484,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--template")) tmpl = v;
         else if (!strcmp(a, "--n-predict") || !strcmp(a, "-n")) ok = args_int("run", a, v, -1, 1 << 24, &c.n_predict);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("run", a, v, 1, 1024, &mp.n_threads);
+        else if (!strcmp(a, "--device")) mp.device = v;
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("run", a, v, 16, 1 << 24, &n_ctx);
         else if (!strcmp(a, "--temp")) ok = args_float("run", a, v, 0, 100, &c.sp.temperature);
         else if (!strcmp(a, "--top-k")) ok = args_int("run", a, v, 0, 1 << 24, &c.sp.top_k);

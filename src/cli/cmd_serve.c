@@ -5,12 +5,13 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "llm170.h"
 #include "server/server.h"
 
 static void usage(void) {
     fprintf(stderr,
             "usage: llm170 serve --model M [--host 127.0.0.1] [--port 8080] [--ctx-size N] [--parallel N]\n"
-            "                    [--api-key K] [--backend cpu] [--threads N] [--batch-size N] [--queue N]\n"
+            "                    [--api-key K] [--device cpu] [--threads N] [--batch-size N] [--queue N]\n"
             "                    [--alias NAME] [--max-body BYTES] [--chat-template NAME|TEXT]\n"
             "  --ctx-size is per slot (tokens a request's prompt and answer share); --parallel is the number of\n"
             "  slots decoded together; --batch-size the tokens per batched step; --queue the requests that may\n"
@@ -45,9 +46,10 @@ int cmd_serve(int argc, char **argv) {
         } else if (!strcmp(a, "--api-key")) c.api_key = v;
         else if (!strcmp(a, "--alias") || !strcmp(a, "-a")) c.alias = v;
         else if (!strcmp(a, "--chat-template")) c.chat_template = v;
-        else if (!strcmp(a, "--backend")) {
-            if (strcmp(v, "cpu") != 0) {
-                fprintf(stderr, "llm170 serve: --backend %s: only 'cpu' is built in\n", v);
+        else if (!strcmp(a, "--device") || !strcmp(a, "--backend")) {
+            if (strcmp(v, "cpu") != 0) { /* the server's model loading takes no device yet: cpu only */
+                fprintf(stderr, "llm170 serve: %s %s: device '%s' is not available: this build has %s\n", a, v, v,
+                        llm170_devices());
                 return 2;
             }
         } else {

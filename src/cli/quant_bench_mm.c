@@ -1,9 +1,9 @@
 /* quant_bench_mm: `llm170 quant-bench --tokens T,...`, single-thread matrix products of a weight matrix with
- * T tokens through the CPU backend's own matmul (engine/cpu_backend.c), once with no row marked bulk (the
+ * T tokens through the CPU backend's own matmul (backends/cpu/cpu_backend.c), once with no row marked bulk (the
  * row-by-row kernels: vec_dot8p, vec_dot8, vec_dot4 or vec_dot, as the backend picks them) and once with
  * every row bulk (the int8 matrix products of quant/gemm.h, panel unpacking included). Both include
  * quantizing the activations. Figures are multiply-adds per second (rows x K x T / time), the median of
- * --reps passes after a warm-up. This is where BULK_MIN_ROWS (engine/backend.h) comes from. */
+ * --reps passes after a warm-up. This is where BULK_MIN_ROWS (backends/cpu/cpu_impl.h) comes from. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 #include "base/rng.h"
 #include "base/timer.h"
 #include "cli/quant_bench_mm.h"
-#include "engine/backend.h"
+#include "backends/backend.h"
 #include "quant/gemm.h"
 #include "quant/quant.h"
 
@@ -23,12 +23,11 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 /* median seconds of one matmul over `reps` passes after a warm-up */
-static double time_matmul(backend *be, const weight *w, const float *x, float *y, int T, const uint8_t *bulk,
-                          int reps) {
+static double time_matmul(exec *ex, const weight *w, const float *x, float *y, int T, bool run, int reps) {
     double t[MM_MAX_REPS] = {0};
     for (int r = -1; r < reps; r++) {
         const double t0 = timer_now();
-        be->ops->matmul(be, w, 0, x, y, T, bulk);
+        ex->ops->matmul(ex, w, 0, x, y, T, (mm_rows){run ? MM_RUN : MM_ROWWISE, 0});
         if (r >= 0) t[r] = timer_now() - t0;
     }
     qsort(t, (size_t)reps, sizeof t[0], cmp_d);
@@ -45,10 +44,10 @@ int quant_bench_matmul(const enum qtype *types, int ntypes, const int *tokens, i
     }
     int tmax = 0;
     for (int k = 0; k < ntok; k++) tmax = tokens[k] > tmax ? tokens[k] : tmax;
-    uint8_t *bulk = malloc((size_t)tmax);
     float *x = malloc(sizeof(float) * (size_t)K * (size_t)tmax);
-    if (!bulk || !x) goto oom;
-    memset(bulk, 1, (size_t)tmax);
+    exec_plan plan = {.max_tokens = tmax, .max_out = tmax, .max_in = (int)K, .n_threads = 1};
+    exec *ex = be->ops->exec_new(be, &plan, &e);
+    if (!ex || !x) goto oom;
     rng r;
     rng_seed(&r, 171);
     for (int64_t i = 0; i < K * tmax; i++) x[i] = rng_normal(&r);
@@ -78,9 +77,9 @@ int quant_bench_matmul(const enum qtype *types, int ntypes, const int *tokens, i
         }
         for (int k = 0; k < ntok; k++) {
             const double mac = (double)rows * (double)K * tokens[k];
-            const double a = time_matmul(be, &w, x, y, tokens[k], NULL, reps);
+            const double a = time_matmul(ex, &w, x, y, tokens[k], false, reps);
             if (gemm_supported(t)) {
-                const double g = time_matmul(be, &w, x, y, tokens[k], bulk, reps);
+                const double g = time_matmul(ex, &w, x, y, tokens[k], true, reps);
                 printf("| %s | %lld | %lld | %d | %.1f | %.1f | %.2f |\n", info->name, (long long)K, (long long)rows,
                        tokens[k], mac / a * 1e-9, mac / g * 1e-9, a / g);
             } else {
@@ -91,12 +90,14 @@ int quant_bench_matmul(const enum qtype *types, int ntypes, const int *tokens, i
         }
         free(data), free(y);
     }
-    free(bulk), free(x);
+    free(x);
+    exec_free(ex);
     backend_free(be);
     return 0;
 oom:
     fprintf(stderr, "quant-bench: out of memory\n");
-    free(bulk), free(x);
+    free(x);
+    exec_free(ex);
     backend_free(be);
     return 1;
 }

@@ -1,4 +1,5 @@
-/* api: include/llm170.h on top of the engine (model, kv, forward, sampler) with the CPU backend. */
+/* api: include/llm170.h on top of the engine (model, kv, forward, sampler) on the device the model
+ * params name (backends/backend.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ static int fail(const err *e) {
 
 struct llm170_model {
     backend *be;
+    int n_threads;        /* per context executor */
     model *m;
     tokenizer *tok;       /* NULL if the file has no (supported) tokenizer; tok_err says why */
     char tok_err[1024];
@@ -34,7 +36,10 @@ struct llm170_detok {
 struct llm170_context {
     llm170_model *model;
     llm170_context_params p;
-    kv_state *kv;
+    fwd_ctx fc;         /* executor, sequence state, activation arena */
+    kv_state *kv;       /* == fc.kv */
+    fwd_span *spans, *chunk; /* [n_seq]: a decode call's batch and one pass of it */
+    int *off;           /* [n_seq] */
     float *logits;      /* n_out rows of n_vocab */
     float *hidden;      /* n_out rows of n_embd */
     int n_out, cap_out; /* rows held / allocated */
@@ -44,7 +49,11 @@ struct llm170_sampler {
     sampler *s;
 };
 
-llm170_model_params llm170_model_default_params(void) { return (llm170_model_params){.n_threads = 1, .exact = false}; }
+llm170_model_params llm170_model_default_params(void) {
+    return (llm170_model_params){.n_threads = 1, .exact = false, .device = NULL};
+}
+
+const char *llm170_devices(void) { return backend_devices(); }
 
 int llm170_model_load(const char *path, const llm170_model_params *params, llm170_model **out) {
     err e = {0};
@@ -56,7 +65,8 @@ int llm170_model_load(const char *path, const llm170_model_params *params, llm17
     }
     llm170_model *lm = calloc(1, sizeof *lm);
     if (!lm) return fail(&(err){ERR_NOMEM, "out of memory"});
-    lm->be = cpu_backend_new(p.n_threads, p.exact, &e);
+    lm->n_threads = p.n_threads;
+    lm->be = backend_open(p.device, p.n_threads, p.exact, &e);
     if (!lm->be || model_load(&lm->m, path, lm->be, &e)) {
         backend_free(lm->be);
         free(lm);
@@ -237,6 +247,23 @@ int llm170_model_eog_tokens(const llm170_model *m, int32_t *ids, int cap) {
     return n;
 }
 
+static const struct {
+    const char *name;
+    enum qtype type;
+} cache_types[] = {[LLM170_CACHE_DEFAULT] = {"default", QT_COUNT}, [LLM170_CACHE_F32] = {"f32", QT_F32},
+                   [LLM170_CACHE_F16] = {"f16", QT_F16},     [LLM170_CACHE_BF16] = {"bf16", QT_BF16},
+                   [LLM170_CACHE_Q8_0] = {"q8_0", QT_Q8_0}};
+#define N_CACHE_TYPES (int)(sizeof cache_types / sizeof cache_types[0])
+
+int llm170_cache_type_from_name(const char *name) {
+    for (int i = 1; i < N_CACHE_TYPES; i++)
+        if (!strcmp(name, cache_types[i].name)) return i;
+    err e;
+    err_set(&e, ERR_ARG, "cache type '%s' is not one of f32, f16, bf16, q8_0", name);
+    fail(&e);
+    return -1;
+}
+
 llm170_context_params llm170_context_default_params(void) {
     return (llm170_context_params){.n_seq = 1, .n_ctx = 4096, .n_batch = 512};
 }
@@ -249,21 +276,40 @@ int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm
         err_set(&e, ERR_ARG, "n_seq, n_ctx and n_batch must be >= 1 (got %d, %d, %d)", p.n_seq, p.n_ctx, p.n_batch);
         return fail(&e);
     }
+    if (p.cache_type_k < 0 || p.cache_type_k >= N_CACHE_TYPES || p.cache_type_v < 0 || p.cache_type_v >= N_CACHE_TYPES) {
+        err_set(&e, ERR_ARG, "cache types must be enum llm170_cache_type values (got %d, %d)", p.cache_type_k,
+                p.cache_type_v);
+        return fail(&e);
+    }
     llm170_context *c = calloc(1, sizeof *c);
     if (!c) return fail(&(err){ERR_NOMEM, "out of memory"});
     c->model = m;
     c->p = p;
-    if (kv_new(&c->kv, m->m, p.n_seq, p.n_ctx, &e)) {
-        free(c);
+    c->spans = calloc((size_t)p.n_seq, sizeof *c->spans);
+    c->chunk = calloc((size_t)p.n_seq, sizeof *c->chunk);
+    c->off = calloc((size_t)p.n_seq, sizeof *c->off);
+    if (!c->spans || !c->chunk || !c->off) {
+        llm170_context_free(c);
+        return fail(&(err){ERR_NOMEM, "out of memory"});
+    }
+    const enum qtype dflt = backend_default_cache_type(m->be);
+    state_plan sp = {p.n_ctx, p.cache_type_k ? cache_types[p.cache_type_k].type : dflt,
+                     p.cache_type_v ? cache_types[p.cache_type_v].type : dflt};
+    if (fwd_ctx_init(&c->fc, m->m, p.n_batch, p.n_seq, &sp, m->n_threads, &e)) {
+        llm170_context_free(c);
         return fail(&e);
     }
+    c->kv = c->fc.kv;
     *out = c;
     return 0;
 }
 
 void llm170_context_free(llm170_context *c) {
     if (!c) return;
-    kv_free(c->kv);
+    if (c->fc.x) fwd_ctx_free(&c->fc, c->model->m);
+    free(c->spans);
+    free(c->chunk);
+    free(c->off);
     free(c->logits);
     free(c->hidden);
     free(c);
@@ -289,14 +335,12 @@ int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs) {
         err_set(&e, ERR_ARG, "a batch holds 1..%d sequences, got %d", c->p.n_seq, n_seqs);
         return fail(&e);
     }
-    fwd_span *spans = calloc((size_t)n_seqs, sizeof *spans);
-    if (!spans) return fail(&(err){ERR_NOMEM, "out of memory"});
+    fwd_span *spans = c->spans;
     int n_out = 0;
     for (int i = 0; i < n_seqs; i++) {
         spans[i] = (fwd_span){seqs[i].seq, seqs[i].n_tokens, seqs[i].tokens,
                               seqs[i].all_logits ? FWD_OUT_ALL : FWD_OUT_LAST};
         if (seqs[i].tokens == NULL && seqs[i].n_tokens > 0) {
-            free(spans);
             err_set(&e, ERR_ARG, "sequence %d: tokens is NULL", seqs[i].seq);
             return fail(&e);
         }
@@ -325,9 +369,9 @@ int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs) {
     /* Chunked prefill: forward passes of at most n_batch tokens, taking the spans in order; a span cut
      * into pieces asks for its last row only from its final piece. */
     int done_out = 0;
-    int *off = calloc((size_t)n_seqs, sizeof(int)); /* tokens of each span already decoded */
-    fwd_span *chunk = calloc((size_t)n_seqs, sizeof *chunk);
-    if (!rc && (!off || !chunk)) rc = err_set(&e, ERR_NOMEM, "out of memory");
+    int *off = c->off; /* tokens of each span already decoded */
+    fwd_span *chunk = c->chunk;
+    memset(off, 0, sizeof(int) * (size_t)n_seqs);
     while (!rc) {
         int n_chunk = 0, budget = c->p.n_batch;
         for (int i = 0; i < n_seqs && budget > 0; i++) {
@@ -341,13 +385,10 @@ int llm170_decode(llm170_context *c, const llm170_seq_batch *seqs, int n_seqs) {
             n_chunk++;
         }
         if (!n_chunk) break;
-        rc = model_forward(c->model->m, c->kv, chunk, n_chunk, c->logits + (size_t)done_out * (size_t)hp->n_vocab,
+        rc = model_forward(c->model->m, &c->fc, chunk, n_chunk, c->logits + (size_t)done_out * (size_t)hp->n_vocab,
                            c->hidden + (size_t)done_out * (size_t)hp->n_embd, &e);
         done_out += fwd_n_out(chunk, n_chunk);
     }
-    free(off);
-    free(chunk);
-    free(spans);
     if (rc) return fail(&e);
     c->n_out = done_out;
     return 0;
@@ -365,12 +406,12 @@ const float *llm170_hidden(const llm170_context *c, int i) {
 
 int llm170_mtp_decode(llm170_context *c, int seq, const float *hidden, const int32_t *next, int n, float *logits) {
     err e = {0};
-    if (c->model->m->arch != ARCH_QWEN35 && c->model->m->arch != ARCH_QWEN35MOE) {
+    if (!c->model->m->def->mtp) {
         err_set(&e, ERR_UNSUPPORTED, "%s models have no MTP block", model_arch_name(c->model->m->arch));
         return fail(&e);
     }
     const unsigned fp = fpenv_enter(); /* as model_forward: base/fpenv.h */
-    const int rc = qwen35_mtp_forward(c->model->m, c->kv, seq, hidden, next, n, logits, NULL, &e);
+    const int rc = c->model->m->def->mtp(c->model->m, &c->fc, seq, hidden, next, n, logits, NULL, &e);
     fpenv_leave(fp);
     return rc ? fail(&e) : 0;
 }

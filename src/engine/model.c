@@ -1,17 +1,10 @@
-/* model: architecture dispatch and the loader helpers every architecture file shares. */
+/* model: loading through the architecture registry (models/registry.c) and the loader helpers every
+ * architecture file shares. */
 #include "engine/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *arch_names[ARCH_COUNT] = {[ARCH_QWEN35] = "qwen35", [ARCH_QWEN35MOE] = "qwen35moe",
-                                             [ARCH_LLAMA] = "llama",   [ARCH_QWEN2] = "qwen2",
-                                             [ARCH_QWEN3] = "qwen3",   [ARCH_GEMMA3] = "gemma3"};
-
-const char *model_arch_name(enum model_arch a) {
-    return (unsigned)a < ARCH_COUNT ? arch_names[a] : "?";
-}
 
 int model_get_u32(model *m, const char *key, int *out, err *e) {
     char full[160];
@@ -84,21 +77,13 @@ int model_load(model **out, const char *path, backend *be, err *e) {
     char arch[64];
     rc = gguf_get_cstr(m->gguf, "general.architecture", arch, sizeof arch, e);
     if (rc) goto fail;
-    m->arch = ARCH_COUNT;
-    for (int a = 0; a < ARCH_COUNT; a++)
-        if (!strcmp(arch, arch_names[a])) m->arch = (enum model_arch)a;
-    switch (m->arch) {
-    case ARCH_QWEN35:
-    case ARCH_QWEN35MOE: rc = qwen35_load(m, e); break;
-    case ARCH_LLAMA:
-    case ARCH_QWEN2:
-    case ARCH_QWEN3: rc = llama_load(m, e); break;
-    case ARCH_GEMMA3: rc = gemma3_load(m, e); break;
-    default:
-        rc = err_set(e, ERR_UNSUPPORTED,
-                     "architecture '%s' is not supported (supported: qwen35, qwen35moe, llama, qwen2, qwen3, gemma3)", arch);
+    m->def = arch_find(arch);
+    if (!m->def) {
+        rc = err_set(e, ERR_UNSUPPORTED, "architecture '%s' is not supported (supported: %s)", arch, arch_names());
+        goto fail;
     }
-    if (rc) goto fail;
+    m->arch = m->def->id;
+    if ((rc = m->def->load(m, e))) goto fail;
     *out = m;
     return 0;
 fail:

@@ -12,13 +12,54 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "engine/backend.h"
+#include "backends/backend.h"
 #include "gguf/gguf.h"
 
 enum model_arch { ARCH_QWEN35, ARCH_QWEN35MOE, ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_COUNT };
 
 /* "qwen35", "qwen35moe", "llama", "qwen2", "qwen3", "gemma3" (the GGUF general.architecture values) */
 const char *model_arch_name(enum model_arch a);
+
+typedef struct model model;
+typedef struct fwd_ctx fwd_ctx;
+typedef struct fwd_span fwd_span;
+
+/* One buffer of a block's per-sequence state (engine/kv.h): rows of `width` values of `type` (the
+ * cache's row layout, qtype_row_bytes each); recurrent state (F32) is zeroed when the sequence is reset
+ * and travels in checkpoints, a cache (KV) does neither. */
+typedef struct state_buf {
+    enum qtype type;
+    int64_t rows, width;
+    bool recurrent;
+} state_buf;
+#define STATE_MAX_BUFS 4
+
+/* What a context asks of its sequence state: positions and the KV cache's types. */
+typedef struct state_plan {
+    int n_ctx;
+    enum qtype type_k, type_v;
+} state_plan;
+
+/* An architecture (models/registry.c holds the table: one line each). */
+typedef struct arch_def {
+    enum model_arch id;
+    const char *name;   /* general.architecture */
+    /* reads hparams, binds and checks every tensor */
+    int (*load)(model *m, err *e);
+    /* the trunk of a pass: from the inputs fwd_begin uploaded to the residual stream w.x after the last
+     * block (model_forward then runs the shared output head) */
+    void (*forward)(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans);
+    /* block il's per-sequence state for the plan: fills out[] and returns how many buffers */
+    int (*block_state)(const model *m, int il, const state_plan *sp, state_buf out[STATE_MAX_BUFS]);
+    /* the MTP block, or NULL */
+    int (*mtp)(model *m, fwd_ctx *c, int seq, const float *hidden, const int32_t *next, int T, float *logits,
+               float *hidden_out, err *e);
+} arch_def;
+
+/* The registry's entry for a general.architecture value, or NULL. */
+const arch_def *arch_find(const char *name);
+/* "qwen35, qwen35moe, ..." */
+const char *arch_names(void);
 
 /* Hyperparameters; names follow the GGUF keys they come from. */
 typedef struct hparams {
@@ -96,8 +137,9 @@ typedef struct layer {
     weight nextn_enorm, nextn_hnorm, nextn_shared_head_norm; /* {C} */
 } layer;
 
-typedef struct model {
+struct model {
     enum model_arch arch;
+    const arch_def *def;
     hparams hp;
     gguf_file *gguf;
     backend *be;
@@ -108,16 +150,12 @@ typedef struct model {
     weight output_bias;  /* {V} optional (qwen2 files may carry one) */
     weight rope_freqs;   /* {n_rot/2} optional: llama3 RoPE per-pair frequency divisors */
     layer *layers;       /* n_block */
-} model;
+};
 
 /* Loads path on backend be. Returns 0 and *out, or a negative err code with a message. */
 int model_load(model **out, const char *path, backend *be, err *e);
 void model_free(model *m);
 
-/* Architecture loaders (model.c dispatches on general.architecture). */
-int qwen35_load(model *m, err *e);
-int llama_load(model *m, err *e);  /* llama, qwen2, qwen3 (llama.c) */
-int gemma3_load(model *m, err *e); /* gemma3.c */
 
 /* ---- shared loader helpers (model.c) ---- */
 /* Binds tensor `name` with exactly n_dims dims ne[0..n_dims) into w. required=false: an absent tensor

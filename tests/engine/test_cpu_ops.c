@@ -8,7 +8,7 @@
 
 #include "base/rng.h"
 #include "check.h"
-#include "engine/cpu_ops.h"
+#include "backends/cpu/cpu_ops.h"
 
 static float max_rel(const float *a, const float *b, int64_t n) {
     double num = 0, den = 0;
@@ -65,7 +65,7 @@ static void check_attention(threadpool *pool, int T, int S, int Hq, int Hkv, int
     float *sc = malloc(sizeof(float) * (size_t)S);
     float *cs = malloc(sizeof(float) * (size_t)cpu_attention_scratch(pool_n_threads(pool), D));
     ref_attention(q, k, v, o1, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), window, sc);
-    cpu_attention(pool, cs, q, k, v, o2, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), window);
+    cpu_attention(pool, cs, q, k, v, QT_F32, QT_F32, o2, qpos, kpos, T, S, Hq, Hkv, D, 1 / sqrtf((float)D), window);
     float e = max_rel(o2, o1, (int64_t)T * Hq * D);
     printf("cpu_attention T=%d S=%d Hq=%d Hkv=%d D=%d window=%d: %.1e\n", T, S, Hq, Hkv, D, window, e);
     CHECKF(e < 1e-5f, "cpu_attention window %d: %g", window, e);

@@ -41,7 +41,8 @@ static float rel_diff(const float *a, const float *b, int n) {
 /* Prefills tokens[0..n) into sequence 0 of a fresh context with batch size n_batch; out gets n rows. */
 static int prefill(llm170_model *m, const int32_t *tokens, int n, int n_batch, float *out) {
     llm170_context *c = NULL;
-    llm170_context_params cp = {.n_seq = 1, .n_ctx = n + 8, .n_batch = n_batch};
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = n + 8, .n_batch = n_batch, .cache_type_k = LLM170_CACHE_F32,
+                                .cache_type_v = LLM170_CACHE_F32};
     if (llm170_context_new(m, &cp, &c)) return -1;
     llm170_seq_batch b = {.seq = 0, .n_tokens = n, .tokens = tokens, .all_logits = true};
     int rc = llm170_decode(c, &b, 1);
@@ -56,7 +57,8 @@ static int prefill(llm170_model *m, const int32_t *tokens, int n, int n_batch, f
  * so the last row of an all-rows prefill may differ from this in the last bits). */
 static int prefill_last(llm170_model *m, const int32_t *tokens, int n, float *out) {
     llm170_context *c = NULL;
-    llm170_context_params cp = {.n_seq = 1, .n_ctx = n + 8, .n_batch = 512};
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = n + 8, .n_batch = 512, .cache_type_k = LLM170_CACHE_F32,
+                                .cache_type_v = LLM170_CACHE_F32};
     if (llm170_context_new(m, &cp, &c)) return -1;
     llm170_seq_batch b = {.seq = 0, .n_tokens = n, .tokens = tokens, .all_logits = false};
     int rc = llm170_decode(c, &b, 1);
@@ -111,7 +113,8 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
     }
     /* batch of three sequences vs each alone (bit-exact) */
     llm170_context *c = NULL;
-    llm170_context_params cp = {.n_seq = 3, .n_ctx = 256, .n_batch = 512};
+    llm170_context_params cp = {.n_seq = 3, .n_ctx = 256, .n_batch = 512, .cache_type_k = LLM170_CACHE_F32,
+                                .cache_type_v = LLM170_CACHE_F32};
     CHECK(llm170_context_new(m, &cp, &c) == 0);
     int lens[3] = {130, 50, 7};
     llm170_seq_batch b[3];

@@ -77,7 +77,8 @@ static void pattern_array_matches_reference(const char *tmp) {
     llm170_model *m = NULL;
     llm170_model_params mp = {.n_threads = 2, .exact = true};
     llm170_context *ctx = NULL;
-    llm170_context_params cp = {.n_seq = 1, .n_ctx = 128, .n_batch = 512};
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = 128, .n_batch = 512, .cache_type_k = LLM170_CACHE_F32,
+                                .cache_type_v = LLM170_CACHE_F32}; /* the golden test's f32 expectations */
     int N = (int)(r.n_prompt + r.n_gen), V = (int)r.n_vocab;
     if (llm170_model_load(tmp, &mp, &m) || llm170_context_new(m, &cp, &ctx)) {
         CHECKF(0, "pattern array: %s", llm170_last_error());

@@ -14,7 +14,12 @@
  * those positions' logits by ~0.1). The greedy stream must equal the reference token for token on the
  * exact path; on the fast path it must too, or else diverge only at a near tie (our token in the
  * reference's top 6 and its logprob within 1.5 nats of the reference's top 1: LESSONS.md's rule). Batch and MTP checks run on the F16 files
- * (their references use the float weights). */
+ * (their references use the float weights).
+ * KV cache types: the cases above run with an f32 cache (their tolerances assume f32 keys and values);
+ * the F16 files' fast path also runs with an f16 cache under its 1e-2 (f16 keys / values are rounded by
+ * 2^-11, the rounding the F16 dot products already apply to every activation) and with a q8_0 cache
+ * under 2e-2 (keys / values rounded to half a step of amax/127 per 32, as q8 activations are: a second
+ * source of that rounding). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,13 +33,19 @@ typedef struct golden_case {
     const char *arch, *quant;
     bool exact;
     float tol;
+    int cache; /* enum llm170_cache_type of K and V */
 } golden_case;
 
+#define F32 LLM170_CACHE_F32
 static const golden_case cases[] = {
-    {"qwen35", "f16", true, 1e-4f},      {"qwen35", "f16", false, 1e-2f},     {"qwen35", "q8_0", true, 1e-4f},
-    {"qwen35", "q8_0", false, 3e-2f},    {"qwen35", "q4_k_m", true, 1e-4f},   {"qwen35", "q4_k_m", false, 3e-2f},
-    {"qwen35moe", "f16", true, 1e-4f},   {"qwen35moe", "f16", false, 1e-2f},  {"qwen35moe", "q8_0", true, 1e-4f},
-    {"qwen35moe", "q8_0", false, 1.5e-1f}, {"qwen35moe", "q4_k_m", true, 1e-4f}, {"qwen35moe", "q4_k_m", false, 1.5e-1f},
+    {"qwen35", "f16", true, 1e-4f, F32},      {"qwen35", "f16", false, 1e-2f, F32},
+    {"qwen35", "q8_0", true, 1e-4f, F32},     {"qwen35", "q8_0", false, 3e-2f, F32},
+    {"qwen35", "q4_k_m", true, 1e-4f, F32},   {"qwen35", "q4_k_m", false, 3e-2f, F32},
+    {"qwen35moe", "f16", true, 1e-4f, F32},   {"qwen35moe", "f16", false, 1e-2f, F32},
+    {"qwen35moe", "q8_0", true, 1e-4f, F32},  {"qwen35moe", "q8_0", false, 1.5e-1f, F32},
+    {"qwen35moe", "q4_k_m", true, 1e-4f, F32}, {"qwen35moe", "q4_k_m", false, 1.5e-1f, F32},
+    {"qwen35", "f16", false, 1e-2f, LLM170_CACHE_F16}, {"qwen35moe", "f16", false, 1e-2f, LLM170_CACHE_F16},
+    {"qwen35", "f16", false, 2e-2f, LLM170_CACHE_Q8_0}, {"qwen35moe", "f16", false, 2e-2f, LLM170_CACHE_Q8_0},
 };
 
 static void run_case(const golden_case *gc, const ref_file *r) {
@@ -68,7 +79,8 @@ static void run_case(const golden_case *gc, const ref_file *r) {
         ref_logits = rl->data;
     }
     llm170_context *c = NULL;
-    llm170_context_params cp = {.n_seq = 2, .n_ctx = 128, .n_batch = 512};
+    llm170_context_params cp = {.n_seq = 2, .n_ctx = 128, .n_batch = 512, .cache_type_k = gc->cache,
+                                .cache_type_v = gc->cache};
     CHECK(llm170_context_new(m, &cp, &c) == 0);
 
     /* 1. logits at every position of prompt + reference stream, one pass */
@@ -147,7 +159,8 @@ static void run_case(const golden_case *gc, const ref_file *r) {
     if (f16) printf(" | batch %.2e | mtp %.2e", batch_worst, mtp_worst);
     printf(" | greedy %s", first_diff < 0 ? "identical" : "DIFFERS");
     if (first_diff >= 0) printf(" at step %d (rank %d in the reference, gap %.3f nats)", first_diff, tie_rank, tie_gap);
-    printf(" | %d/%d rows > 1e-2 | tol %.2g\n", n_over, N, gc->tol);
+    printf(" | %d/%d rows > 1e-2 | cache %s | tol %.2g\n", n_over, N,
+           gc->cache == LLM170_CACHE_F32 ? "f32" : gc->cache == LLM170_CACHE_F16 ? "f16" : "q8_0", gc->tol);
     CHECKF(mtp_worst <= gc->tol, "%s %s: MTP logits error %g > %g", gc->arch, gc->quant, mtp_worst, gc->tol);
     CHECKF(worst <= gc->tol, "%s %s: logits error %g > %g", gc->arch, gc->quant, worst, gc->tol);
     CHECKF(batch_worst <= gc->tol, "%s %s: batch error %g > %g", gc->arch, gc->quant, batch_worst, gc->tol);

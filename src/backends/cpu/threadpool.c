@@ -1,7 +1,7 @@
 /* threadpool: workers wait on a generation counter; each pool_run publishes a job, bumps the generation,
  * works its own range and waits until every worker has reported done. Workers spin briefly before
  * sleeping on a condition variable, so back-to-back small jobs (decode) do not pay a wake-up each. */
-#include "engine/threadpool.h"
+#include "backends/cpu/threadpool.h"
 
 #include <pthread.h>
 #include <sched.h>

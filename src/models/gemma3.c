@@ -1,4 +1,4 @@
-/* gemma3: Gemma 3 text decoder (GGUF arch gemma3), on the dense blocks of llama.h.
+/* gemma3: Gemma 3 text decoder (GGUF arch gemma3), on the shared blocks of blocks.h.
  *
  *   x = token_embd[tokens] * sqrt(C)
  *   for each block (local = sliding-window attention, else global):
@@ -24,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/llama.h"
+#include "models/blocks.h"
+#include "models/registry.h"
 
 #define GEMMA3_SWA_PERIOD 6 /* llama.cpp's default pattern: 5 local layers, then 1 global */
 
@@ -75,59 +76,51 @@ static int read_hparams(model *m, err *e) {
     return 0;
 }
 
-int gemma3_load(model *m, err *e) {
+static int gemma3_load(model *m, err *e) {
     int rc;
-    if ((rc = read_hparams(m, e)) || (rc = llama_bind_globals(m, e)) || (rc = read_swa_pattern(m, e))) return rc;
+    if ((rc = read_hparams(m, e)) || (rc = blk_bind_globals(m, e)) || (rc = read_swa_pattern(m, e))) return rc;
     for (int il = 0; il < m->hp.n_block; il++) {
         layer *L = &m->layers[il];
         if ((rc = llama_bind_attention(m, il, true, e)) ||
-            (rc = llama_bind_norm(m, il, "post_attention_norm.weight", &L->post_attention_norm, e)) ||
-            (rc = llama_bind_norm(m, il, "ffn_norm.weight", &L->ffn_norm, e)) ||
-            (rc = llama_bind_norm(m, il, "post_ffw_norm.weight", &L->post_ffw_norm, e)) ||
-            (rc = llama_bind_ffn(m, il, e)))
+            (rc = blk_bind_norm(m, il, "post_attention_norm.weight", &L->post_attention_norm, e)) ||
+            (rc = blk_bind_norm(m, il, "ffn_norm.weight", &L->ffn_norm, e)) ||
+            (rc = blk_bind_norm(m, il, "post_ffw_norm.weight", &L->post_ffw_norm, e)) ||
+            (rc = blk_bind_ffn(m, il, e)))
             return rc;
     }
     return 0;
 }
 
-/* GeGLU feed-forward: reads w->h, writes w->y. */
-static void ffn_geglu(model *m, const layer *L, llama_work *w) {
-    backend *be = m->be;
-    const backend_ops *op = be->ops;
-    op->matmul(be, &L->ffn_gate, 0, w->h, w->g, w->T, w->bulk);
-    op->matmul(be, &L->ffn_up, 0, w->h, w->u, w->T, w->bulk);
-    op->geglu(be, w->g, w->u, w->g, (int64_t)w->T * m->hp.n_ff);
-    op->matmul(be, &L->ffn_down, 0, w->g, w->y, w->T, w->bulk);
-}
-
-int gemma3_forward(model *m, kv_state *kv, const fwd_span *spans, int n_spans, float *logits, float *hidden, err *e) {
+static void gemma3_forward(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans) {
     const hparams *hp = &m->hp;
-    backend *be = m->be;
-    const backend_ops *op = be->ops;
-    llama_work w;
-    int rc = llama_work_new(m, kv, spans, n_spans, &w, e);
-    if (rc) return rc;
+    exec *x = c->x;
+    const exec_ops *op = x->ops;
+    fwd_work *w = &c->w;
     int C = hp->n_embd;
-    int64_t tc = (int64_t)w.T * C;
+    int64_t tc = (int64_t)w->T * C;
     rope_params rope_local = {ROPE_NEOX, hp->n_rot, hp->rope_theta_swa, 1.0f};
     rope_params rope_global = {ROPE_NEOX, hp->n_rot, hp->rope_theta, hp->rope_freq_scale};
-    op->get_rows(be, &m->token_embd, w.ids, w.x, w.T);
-    op->scale(be, w.x, sqrtf((float)C), tc);
+    op->get_rows(x, &m->token_embd, w->ids, w->x, w->T);
+    op->scale(x, w->x, sqrtf((float)C), tc);
     for (int il = 0; il < hp->n_layer; il++) {
         const layer *L = &m->layers[il];
-        op->rms_norm(be, w.x, &L->attn_norm, w.h, w.T, C, hp->eps);
+        op->rms_norm(x, w->x, &L->attn_norm, w->h, w->T, C, hp->eps);
         if (L->is_swa)
-            llama_attention(m, il, kv, spans, n_spans, &w, &rope_local, hp->n_swa);
+            llama_attention(m, c, il, spans, n_spans, &rope_local, hp->n_swa);
         else
-            llama_attention(m, il, kv, spans, n_spans, &w, &rope_global, ATTN_NO_WINDOW);
-        op->rms_norm(be, w.y, &L->post_attention_norm, w.y, w.T, C, hp->eps);
-        op->add(be, w.x, w.y, tc);
-        op->rms_norm(be, w.x, &L->ffn_norm, w.h, w.T, C, hp->eps);
-        ffn_geglu(m, L, &w);
-        op->rms_norm(be, w.y, &L->post_ffw_norm, w.y, w.T, C, hp->eps);
-        op->add(be, w.x, w.y, tc);
+            llama_attention(m, c, il, spans, n_spans, &rope_global, ATTN_NO_WINDOW);
+        op->rms_norm(x, w->y, &L->post_attention_norm, w->y, w->T, C, hp->eps);
+        op->add(x, w->x, w->y, tc);
+        op->rms_norm(x, w->x, &L->ffn_norm, w->h, w->T, C, hp->eps);
+        blk_ffn(m, c, L, hp->n_ff, ACT_GELU_TANH);
+        op->rms_norm(x, w->y, &L->post_ffw_norm, w->y, w->T, C, hp->eps);
+        op->add(x, w->x, w->y, tc);
     }
-    rc = llama_output(m, kv, spans, n_spans, &w, logits, hidden, e);
-    llama_work_free(be, &w);
-    return rc;
 }
+
+static int gemma3_block_state(const model *m, int il, const state_plan *sp, state_buf out[STATE_MAX_BUFS]) {
+    (void)il;
+    return blk_attention_state(m, sp, out);
+}
+
+const arch_def arch_gemma3 = {ARCH_GEMMA3, "gemma3", gemma3_load, gemma3_forward, gemma3_block_state, NULL};

@@ -1,4 +1,4 @@
-/* cpu_ops: the CPU backend's fast kernels for the sequence-mixing ops (internal to src/engine/). Same
+/* cpu_ops: the CPU backend's fast kernels for the sequence-mixing ops (internal to src/backends/cpu/). Same
  * contracts as their references in ops_ref.h; they differ from them only by float summation order. */
 #ifndef LLM170_ENGINE_CPU_OPS_H
 #define LLM170_ENGINE_CPU_OPS_H
@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 #include "engine/ops_ref.h"
-#include "engine/threadpool.h"
+#include "quant/qtype.h"
+#include "backends/cpu/threadpool.h"
 
 /* Scratch floats cpu_gdn needs for n_threads threads. */
 int64_t cpu_gdn_scratch(int n_threads, int chunk, int Dk, int Dv);
@@ -17,12 +18,13 @@ void cpu_gdn(threadpool *pool, float *scratch, float *S, const float *q, const f
              enum gdn_head_map map);
 
 /* cpu_attention.c: ref_attention as blocked matrix products with an online softmax, (head, query block)
- * items split over the pool; keys must be in ascending position order. scratch holds
- * cpu_attention_scratch(n_threads, D) floats (independent of S). */
+ * items split over the pool; keys must be in ascending position order. k and v are caches of type tk / tv
+ * (rows of Hkv*D values: F32 read in place; F16, BF16, Q8_0 converted one key block at a time). scratch
+ * holds cpu_attention_scratch(n_threads, D) floats (independent of S). */
 int64_t cpu_attention_scratch(int n_threads, int D);
-void cpu_attention(threadpool *pool, float *scratch, const float *q, const float *k, const float *v, float *out,
-                   const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale,
-                   int window);
+void cpu_attention(threadpool *pool, float *scratch, const float *q, const void *k, const void *v, enum qtype tk,
+                   enum qtype tv, float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv,
+                   int D, float scale, int window);
 
 /* cpu_elementwise.c: y = silu(g) * u; y *= sigmoid(gate); RMS norm of rows (w may be NULL); the causal
  * conv1d + SiLU of ref_conv1d_silu (returns -1, doing nothing, for K > 16). */

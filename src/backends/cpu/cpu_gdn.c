@@ -3,9 +3,9 @@
  * compiler vectorizes) or is a small matrix product (cpu_blas.h), heads run in parallel on the thread
  * pool, and hot loops are compiled for AVX-512, AVX2 and baseline x86-64 with run-time selection.
  * Tests hold them to the references (tests/engine/test_cpu_ops.c). */
-#include "engine/cpu_blas.h"
-#include "engine/cpu_ops.h"
-#include "engine/cpu_vexp.h"
+#include "backends/cpu/cpu_blas.h"
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/cpu_vexp.h"
 
 #include <math.h>
 #include <stdlib.h>

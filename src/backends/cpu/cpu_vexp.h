@@ -1,4 +1,4 @@
-/* cpu_vexp: e^x on 8 float lanes for the CPU backend's vectorized kernels (internal to src/engine/).
+/* cpu_vexp: e^x on 8 float lanes for the CPU backend's vectorized kernels (internal to src/backends/cpu/).
  * Included by the files whose hot loops use it (cpu_elementwise.c, cpu_gdn.c); compiled inside their
  * target-clone functions, so each clone gets its ISA's instructions. */
 #ifndef LLM170_ENGINE_CPU_VEXP_H

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/cpu_ops.h"
+#include "backends/cpu/cpu_ops.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("O3")))
@@ -16,7 +16,7 @@
 #define HOT
 #endif
 
-#include "engine/cpu_vexp.h"
+#include "backends/cpu/cpu_vexp.h"
 
 /* dst[i] = f(src[i]) for the two gates, 8 lanes at a time and a scalar tail */
 HOT static void silu_mul_span(float *y, const float *g, const float *u, int64_t n) {

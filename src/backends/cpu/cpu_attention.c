@@ -16,20 +16,26 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/cpu_blas.h"
-#include "engine/cpu_ops.h"
-#include "engine/cpu_vexp.h"
+#include "backends/cpu/cpu_blas.h"
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/cpu_vexp.h"
+#include "quant/quant.h"
 
 #define ATT_BQ 32  /* query rows per item: gemm_nn's 4-row blocks, O (32 x D) stays in L1/L2 */
 #define ATT_BK 128 /* keys per block: multiples of gemm_nn's 32 columns */
 #define ATT_GEMM_ROWS 8 /* query rows from which both products are gemm_nn (else dot products, gemv_t) */
 
 int64_t cpu_attention_scratch(int n_threads, int D) {
-    return (int64_t)n_threads * ((int64_t)D * ATT_BK + (int64_t)ATT_BQ * ATT_BK + (int64_t)ATT_BQ * D + 2 * ATT_BQ);
+    /* K^T, scores, O, m, l, and a block of K and V converted from the cache type */
+    return (int64_t)n_threads *
+           ((int64_t)D * ATT_BK + (int64_t)ATT_BQ * ATT_BK + (int64_t)ATT_BQ * D + 2 * ATT_BQ + 2LL * ATT_BK * D);
 }
 
 typedef struct att_job {
-    const float *q, *k, *v;
+    const float *q;
+    const void *k, *v;
+    enum qtype tk, tv;     /* cache types: F32 is read in place, others converted per key block */
+    quant_to_float_fn k_to_float, v_to_float;
     float *out;
     const int32_t *qpos, *kpos;
     int T, S, Hq, Hkv, D;
@@ -45,7 +51,9 @@ HOT static void att_block(const att_job *J, int h, int t0, int t1, float *scratc
     const int D = J->D, nq = t1 - t0, kvh = h / (J->Hq / J->Hkv);
     const int64_t qstride = (int64_t)J->Hq * D, kstride = (int64_t)J->Hkv * D;
     float *Kt = scratch, *Sb = Kt + (int64_t)D * ATT_BK, *O = Sb + (int64_t)ATT_BQ * ATT_BK;
-    float *m = O + (int64_t)ATT_BQ * D, *l = m + ATT_BQ;
+    float *m = O + (int64_t)ATT_BQ * D, *l = m + ATT_BQ, *Kc = l + ATT_BQ, *Vc = Kc + (int64_t)ATT_BK * D;
+    const size_t krow = qtype_row_bytes(J->tk, kstride), khead = qtype_row_bytes(J->tk, D);
+    const size_t vrow = qtype_row_bytes(J->tv, kstride), vhead = qtype_row_bytes(J->tv, D);
     /* keys any row of the block sees: [lo, hi) */
     int hi = 0, lo = 0;
     while (hi < J->S && J->kpos[hi] <= J->qpos[t1 - 1]) hi++;
@@ -56,13 +64,21 @@ HOT static void att_block(const att_job *J, int h, int t0, int t1, float *scratc
     const float *Q = J->q + (int64_t)t0 * qstride + (int64_t)h * D;
     for (int s0 = lo; s0 < hi; s0 += ATT_BK) {
         const int nk = hi - s0 < ATT_BK ? hi - s0 : ATT_BK;
-        const float *K = J->k + (int64_t)s0 * kstride + (int64_t)kvh * D;
+        const float *K;
+        int64_t ks = kstride;
+        if (J->tk == QT_F32) {
+            K = (const float *)J->k + (int64_t)s0 * kstride + (int64_t)kvh * D;
+        } else { /* this block's keys of head kvh, converted */
+            for (int j = 0; j < nk; j++)
+                J->k_to_float((const char *)J->k + (size_t)(s0 + j) * krow + (size_t)kvh * khead, Kc + (int64_t)j * D, D);
+            K = Kc, ks = D;
+        }
         if (nq >= ATT_GEMM_ROWS) { /* the transpose pays for itself over the block's rows */
-            transpose(K, kstride, nk, D, Kt);
+            transpose(K, ks, nk, D, Kt);
             memset(Sb, 0, sizeof(float) * (size_t)nq * nk);
             gemm_nn(nq, nk, D, J->scale, Q, qstride, Kt, nk, Sb, nk);
         } else { /* decode: a few query rows, one dot product per key */
-            for (int i = 0; i < nq; i++) dots(nk, D, J->scale, Q + (int64_t)i * qstride, K, kstride, Sb + (int64_t)i * nk);
+            for (int i = 0; i < nq; i++) dots(nk, D, J->scale, Q + (int64_t)i * qstride, K, ks, Sb + (int64_t)i * nk);
         }
         for (int i = 0; i < nq; i++) {
             const int32_t qp = J->qpos[t0 + i];
@@ -96,10 +112,18 @@ HOT static void att_block(const att_job *J, int h, int t0, int t1, float *scratc
             l[i] = l[i] * corr + sum;
             if (corr != 1.0f) scal(O + (int64_t)i * D, corr, D);
         }
-        const float *V = J->v + (int64_t)s0 * kstride + (int64_t)kvh * D;
-        if (nq >= ATT_GEMM_ROWS) gemm_nn(nq, D, nk, 1.0f, Sb, nk, V, kstride, O, D);
+        const float *V;
+        int64_t vs = kstride;
+        if (J->tv == QT_F32) {
+            V = (const float *)J->v + (int64_t)s0 * kstride + (int64_t)kvh * D;
+        } else {
+            for (int j = 0; j < nk; j++)
+                J->v_to_float((const char *)J->v + (size_t)(s0 + j) * vrow + (size_t)kvh * vhead, Vc + (int64_t)j * D, D);
+            V = Vc, vs = D;
+        }
+        if (nq >= ATT_GEMM_ROWS) gemm_nn(nq, D, nk, 1.0f, Sb, nk, V, vs, O, D);
         else
-            for (int i = 0; i < nq; i++) gemv_t(D, nk, Sb + (int64_t)i * nk, V, kstride, O + (int64_t)i * D);
+            for (int i = 0; i < nq; i++) gemv_t(D, nk, Sb + (int64_t)i * nk, V, vs, O + (int64_t)i * D);
     }
     for (int i = 0; i < nq; i++) {
         float *dst = J->out + (int64_t)(t0 + i) * qstride + (int64_t)h * D;
@@ -120,10 +144,10 @@ static void att_items(void *ctx, int64_t r0, int64_t r1, int thread) {
     }
 }
 
-void cpu_attention(threadpool *pool, float *scratch, const float *q, const float *k, const float *v, float *out,
-                   const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale,
-                   int window) {
-    att_job J = {q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window, (T + ATT_BQ - 1) / ATT_BQ, scratch,
-                 cpu_attention_scratch(1, D)};
+void cpu_attention(threadpool *pool, float *scratch, const float *q, const void *k, const void *v, enum qtype tk,
+                   enum qtype tv, float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv,
+                   int D, float scale, int window) {
+    att_job J = {q, k, v, tk, tv, quant_ops_best(tk).to_float, quant_ops_best(tv).to_float, out, qpos, kpos, T, S, Hq,
+                 Hkv, D, scale, window, (T + ATT_BQ - 1) / ATT_BQ, scratch, cpu_attention_scratch(1, D)};
     pool_run_dynamic(pool, (int64_t)Hq * ((J.nb + 1) / 2), 1, att_items, &J); /* scratch is rewritten per block */
 }

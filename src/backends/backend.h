@@ -1,0 +1,218 @@
+/* backend: the seam between a model's forward pass and the hardware that runs it.
+ *
+ * Two objects (what a new backend, e.g. CUDA, implements):
+ *  - a **device** (`backend`, backend_ops): holds the weights (weight_init) and device memory
+ *    (alloc/free: KV caches, recurrent state, a context's activation arena). Shared by every context of a
+ *    model; read-only while passes run, so contexts may run concurrently.
+ *  - an **executor** (`exec`, exec_ops): one per context; its own threads (CPU) or stream (GPU) and the
+ *    scratch its ops need, sized once by exec_new from an exec_plan (the worst pass the context will run):
+ *    no allocation in a steady-state pass. Every op is stream-ordered on it; the only host transfers are
+ *    the explicit upload/download calls, and a model makes them only for its inputs (token ids,
+ *    positions) and the outputs the caller asked for.
+ *
+ * A pass: begin_pass gives the executor the batch's structure once (spans of tokens, each continuing one
+ * sequence, and their output rows); the executor derives its kernel policy from it (the CPU's choice of
+ * matrix-product kernels for long runs of one sequence's tokens), so a model states only which rows an op
+ * runs on (mm_rows). A sequence's results never depend on what else shares its batch.
+ *
+ * Errors are values: an op that cannot run (out of scratch or device memory, a device error) records the
+ * first failure in the executor and later ops do nothing; exec_status reads and clears it (what was
+ * needed and what was available). Nothing aborts.
+ *
+ * Memory: buffers are device memory from backend_ops.alloc, typed by the op that reads them (f32
+ * activations, int32 ids / positions / expert selections, the KV cache in the context's cache types: F32,
+ * F16, BF16 or Q8_0 rows written by store_rows and read by attention); the forward pass never
+ * dereferences them. backend_cache_type_ok says which cache types an executor's ops take. Shapes use the alphabet of ops_ref.h (T tokens, C channels, ...). */
+#ifndef LLM170_BACKENDS_BACKEND_H
+#define LLM170_BACKENDS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/ops_ref.h"
+#include "gguf/gguf.h"
+#include "quant/qtype.h"
+
+/* A model weight as a device holds it. For matmuls, ne[0] is the input width (a row), ne[1] the
+ * number of output rows, ne[2] the number of experts (1 if none). */
+typedef struct weight {
+    const char *name;   /* the GGUF tensor name (owned by the gguf_file) */
+    enum qtype type;
+    int n_dims;
+    int64_t ne[4];
+    uint64_t nbytes;
+    const void *data;   /* device-owned or mapped; opaque to the model */
+} weight;
+
+typedef struct backend backend;
+typedef struct exec exec;
+
+/* The worst pass an executor must run without allocating (a dry plan from the context's parameters). */
+typedef struct exec_plan {
+    int max_tokens;   /* T of the largest pass (the context's n_batch) */
+    int max_out;      /* output rows of one output-head call */
+    int n_ctx;        /* the longest sequence a pass attends over */
+    int max_in;       /* widest matmul input (largest weight ne[0]); 0 = the device's largest */
+    int attn_d;       /* attention head dim (0: no attention) */
+    int gdn_dk, gdn_dv; /* delta-rule key / value head dims (0: none) */
+    int moe_k;        /* experts per token (0: no MoE) */
+    int n_threads;    /* CPU threads (CPU executors) */
+} exec_plan;
+
+/* One span of a pass: n tokens of one sequence, the last n_out of which are output rows. */
+typedef struct pass_span {
+    int n, n_out;
+} pass_span;
+
+/* Which rows a matmul runs on: the pass's T token rows, or output rows [first, first + T) of the pass
+ * (the output head, taken in pieces), or rows with no structure (row-by-row kernels), or rows that a
+ * benchmark declares one long run of a sequence (matrix-product kernels at any T). */
+typedef struct mm_rows {
+    enum { MM_PASS, MM_OUT, MM_ROWWISE, MM_RUN } kind;
+    int first;
+} mm_rows;
+#define MM_ROWS_PASS ((mm_rows){MM_PASS, 0})
+
+/* MoE gating of the router logits (moe_route). */
+enum moe_gating { MOE_SOFTMAX, MOE_SIGMOID };
+
+/* Per-executor counters (tests and `--profile`): op calls and host transfers since exec_new. */
+typedef struct exec_stats {
+    uint64_t n_ops, n_uploads, n_downloads;
+} exec_stats;
+
+typedef struct backend_ops {
+    void (*destroy)(backend *b); /* frees the device and everything it allocated */
+    /* device memory: zeroed; NULL when the device is out of memory */
+    void *(*alloc)(backend *b, size_t bytes);
+    void (*free)(backend *b, void *buf);
+    /* Binds a GGUF tensor as a weight (CPU: points at the mapped bytes). Fails naming the tensor if the
+     * device cannot use its type for the ops it is meant for. */
+    int (*weight_init)(backend *b, weight *w, const gguf_tensor *t, err *e);
+    /* A new executor for plan; NULL with a message (needed vs available) when its scratch does not fit. */
+    exec *(*exec_new)(backend *b, const exec_plan *plan, err *e);
+} backend_ops;
+
+typedef struct exec_ops {
+    void (*destroy)(exec *x);
+    /* the batch structure of the next pass (copied); later MM_PASS / MM_OUT matmuls refer to it */
+    void (*begin_pass)(exec *x, const pass_span *spans, int n_spans);
+    /* --- transfers (bytes) and device copies --- */
+    void (*upload)(exec *x, void *dst, const void *src, size_t bytes);
+    void (*download)(exec *x, void *dst, const void *src, size_t bytes);
+    void (*copy)(exec *x, float *dst, const float *src, int64_t n);
+    void (*zero)(exec *x, float *dst, int64_t n);
+
+    /* --- ops --- */
+    /* y[T][ne1] = x[T][ne0] . W^T  (expert e of a 3-D weight; 0 otherwise) on the rows `rows` names */
+    void (*matmul)(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows);
+    /* y[T][ne0] = rows ids[t] of W (an embedding lookup, dequantized); ids: device int32 */
+    void (*get_rows)(exec *x, const weight *w, const int32_t *ids, float *y, int T);
+    /* y[T][C] = rms_norm(x) * w  (w: an F32 weight of C values, or NULL) */
+    void (*rms_norm)(exec *x, const float *in, const weight *w, float *y, int T, int C, float eps);
+    /* x[T][H][D] in place: per-head rms_norm with a shared weight of D values */
+    void (*rms_norm_heads)(exec *x, float *io, const weight *w, int T, int H, int D, float eps);
+    void (*add)(exec *x, float *y, const float *in, int64_t n);                 /* y += x */
+    void (*swiglu)(exec *x, const float *g, const float *u, float *y, int64_t n); /* y = silu(g) * u */
+    /* dst[rows][n] = src[rows][src_stride] columns [offset, offset + n) (splits fused projections) */
+    void (*copy_cols)(exec *x, float *dst, const float *src, int64_t rows, int64_t src_stride, int64_t offset,
+                      int64_t n);
+    /* dst[rows][dst_stride] columns [offset, offset + n) = src[rows][n] (concatenation) */
+    void (*set_cols)(exec *x, float *dst, const float *src, int64_t rows, int64_t dst_stride, int64_t offset,
+                     int64_t n);
+    /* dst[i][C] = src[idx[i]][C] for i < n (gather rows by index; idx: device int32) */
+    void (*gather_rows)(exec *x, float *dst, const float *src, const int32_t *idx, int n, int C);
+    void (*sigmoid_mul)(exec *x, float *y, const float *gate, int64_t n);     /* y *= sigmoid(gate) */
+    /* x[T][H][D] in place (see ref_rope); pos: device int32; factors: an F32 weight of n_rot/2 divisors,
+     * or NULL */
+    void (*rope)(exec *x, float *io, const int32_t *pos, int T, int H, int D, const rope_params *rp,
+                 const weight *factors);
+    /* y[T][N] += bias[N] (an F32 weight) */
+    void (*add_bias)(exec *x, float *y, const weight *bias, int T, int N);
+    void (*geglu)(exec *x, const float *g, const float *u, float *y, int64_t n); /* y = gelu_tanh(g) * u */
+    void (*scale)(exec *x, float *y, float s, int64_t n);                        /* y *= s */
+    void (*l2_norm)(exec *x, float *io, int T, int H, int D, float eps, float scale);
+    /* attention of T queries over a sequence's cache of S positions (see ref_attention); k and v: caches
+     * of type tk / tv (rows of Hkv*D values; F32, F16, BF16 or Q8_0); qpos, kpos: device int32; window:
+     * sliding-window size, or ATTN_NO_WINDOW */
+    void (*attention)(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv, float *out,
+                      const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale,
+                      int window);
+    /* dst = rows of `width` values of type `type` (F32, F16, BF16, Q8_0: a cache's row layout,
+     * qtype_row_bytes(type, width) bytes each) from src[rows][width] (writes new keys / values) */
+    void (*store_rows)(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width);
+    void (*conv1d_silu)(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch, int K);
+    /* g[T][Hv] = ssm_a * softplus(alpha + dt_bias); beta[T][Hv] = sigmoid(beta_in); in place */
+    void (*gdn_gates)(exec *x, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias, int T,
+                      int Hv);
+    /* the gated delta rule over T tokens from state S (step form for T == 1, chunked otherwise) */
+    void (*gdn)(exec *x, float *S, const float *q, const float *k, const float *v, const float *g, const float *beta,
+                float *o, int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map);
+    /* o[T][Hv][Dv] = rms_norm_per_head(o) * w * silu(z) */
+    void (*gated_norm)(exec *x, float *o, const float *z, const weight *w, int T, int Hv, int Dv, float eps);
+
+    /* --- MoE, all on the device --- */
+    /* logits[T][E] -> sel[T][K] (int32 expert ids, best first; ties to the lower id) and wsel[T][K]:
+     * softmax over all E (or sigmoid), top-K, divided by their sum when renorm. */
+    void (*moe_route)(exec *x, const float *logits, int32_t *sel, float *wsel, int T, int E, int K,
+                      enum moe_gating gating, bool renorm);
+    /* The grouped expert matmul: y[t*K + j] = W[sel[t][j]] . in[r], r = t (in_per_slot false: in is
+     * [T][ne0]) or r = t*K + j (true: in is [T*K][ne0]); one call for every routed row of the pass
+     * (T must be the pass's T). */
+    void (*matmul_experts)(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
+                           float *y, int T);
+    /* y[t][C] = sum over j of wsel[t][j] * ys[t*K + j][C], summed in ascending expert id (sel) order from
+     * zero (scatter-add of the routed rows) */
+    void (*moe_combine)(exec *x, float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K,
+                        int C);
+    /* y[t][C] += sigmoid(gate[t]) * in[t][C] (a gated residual, e.g. the shared expert) */
+    void (*add_gated_rows)(exec *x, float *y, const float *in, const float *gate, int T, int C);
+} exec_ops;
+
+struct backend {
+    const char *name;
+    const backend_ops *ops;
+    void *impl;
+};
+
+struct exec {
+    backend *dev;
+    const exec_ops *ops;
+    void *impl;
+    exec_stats stats;
+    int status;        /* the first failure since exec_status (0 = none) */
+    char msg[256];
+};
+
+/* Records a failure (the first one wins) and returns its code. Backends call it from ops. */
+int exec_fail(exec *x, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* 0, or the recorded failure copied to e (then cleared). */
+int exec_status(exec *x, err *e);
+
+/* Whether attention / store_rows take caches of type t on this device (and, for a block type, rows of
+ * width D: whole blocks). */
+bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D);
+/* The cache type a context gets by default on this device: the CPU's is F32 (its attention converts an
+ * f16 cache one key block per query head: +3-5% CPU per decoded token on SmolLM2 135M, docs/benchmarks.md);
+ * a GPU's will be F16 (llama.cpp's default). */
+enum qtype backend_default_cache_type(const backend *b);
+
+/* Devices this build has ("cpu", later "cuda:N"), as a comma-separated list. */
+const char *backend_devices(void);
+/* Opens the named device ("cpu"; NULL or "" = "cpu"). Unknown or unavailable: an error listing the
+ * devices this build has. */
+backend *backend_open(const char *device, int n_threads, bool exact, err *e);
+
+/* The CPU backend with n_threads threads per executor (>= 1). `exact` selects the f32 reference path for
+ * matmuls (weights dequantized to f32, activations not quantized) instead of quantized dot products. */
+backend *cpu_backend_new(int n_threads, bool exact, err *e);
+static inline void backend_free(backend *b) {
+    if (b) b->ops->destroy(b);
+}
+static inline void exec_free(exec *x) {
+    if (x) x->ops->destroy(x);
+}
+
+#endif
