@@ -87,10 +87,7 @@ void srv_route_messages(srv_server *s, const char *body, size_t len, int fd, srv
         memset(&fin, 0, sizeof fin);
         if (srv_collect(j, fd, &text, &tlen, &lp, &n_lp, &fin) || fin.finish == SRV_FIN_ERROR ||
             fin.finish == SRV_FIN_CANCELLED) {
-            if (fin.finish == SRV_FIN_ERROR) srv_fail(&e, 500, NULL, "generation failed: %s", fin.err);
-            else srv_fail(&e, fin.finish == SRV_FIN_CANCELLED && !srv_client_gone(fd) ? 503 : 400, NULL,
-                          "the request was cancelled before it finished");
-            srv_reply_error(r, SRV_API_MESSAGES, &e);
+            srv_reply_unfinished(r, SRV_API_MESSAGES, &fin, fd);
         } else {
             char id[48];
             srv_make_id(id, sizeof id, "msg_");

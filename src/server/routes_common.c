@@ -29,7 +29,7 @@ void srv_reply_error(srv_reply *r, srv_api api, const srv_err *e) {
 }
 
 int srv_check_model(const srv_server *s, const char *model, srv_err *e) {
-    if (!model || !strcmp(model, s->model_id) || !strcmp(model, s->file_base) || !strcmp(model, s->cfg.model_path))
+    if (!model || !s->cfg.strict_model || !strcmp(model, s->model_id) || !strcmp(model, s->file_base) || !strcmp(model, s->cfg.model_path))
         return 0;
     return srv_fail(e, 404, "model", "The model '%s' does not exist; this server serves '%s' (GET /v1/models)", model,
                     s->model_id);
@@ -102,11 +102,15 @@ int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, sr
     return 0;
 }
 
-bool srv_client_gone(int fd) {
-    if (fd < 0) return false;
+int srv_peer_state(int fd) {
+    if (fd < 0) return SRV_PEER_OK;
     struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
-    return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+    if (poll(&pf, 1, 0) <= 0) return SRV_PEER_OK;
+    if (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) return SRV_PEER_GONE;
+    return pf.revents & POLLRDHUP ? SRV_PEER_HALF : SRV_PEER_OK;
 }
+
+bool srv_client_gone(int fd) { return srv_peer_state(fd) == SRV_PEER_GONE; }
 
 int srv_collect(srv_job *j, int fd, char **text, size_t *len, srv_lp **lp, int *n_lp, srv_delta *fin) {
     srv_cursor cur = {0};
@@ -153,6 +157,15 @@ int srv_collect(srv_job *j, int fd, char **text, size_t *len, srv_lp **lp, int *
             return -1;
         }
     }
+}
+
+void srv_reply_unfinished(srv_reply *r, srv_api api, const srv_delta *fin, int fd) {
+    srv_err e;
+    bool gone = srv_client_gone(fd);
+    if (fin->finish == SRV_FIN_ERROR) srv_fail(&e, 500, NULL, "generation failed: %s", fin->err);
+    else srv_fail(&e, gone ? 400 : 503, NULL, "the request was cancelled before it finished");
+    srv_reply_error(r, api, &e);
+    r->abandoned = gone && fin->finish != SRV_FIN_ERROR;
 }
 
 srv_stream *srv_stream_new(srv_server *s, srv_job *j, const srv_params *p, const char *id_prefix, int fd,

@@ -131,11 +131,7 @@ static void reply_whole(srv_server *s, const srv_params *p, srv_job *j, int fd, 
     bool chat = p->api == SRV_API_CHAT;
     if (srv_collect(j, fd, &text, &len, &lp, &n_lp, &fin) || fin.finish == SRV_FIN_ERROR ||
         fin.finish == SRV_FIN_CANCELLED) {
-        srv_err e;
-        if (fin.finish == SRV_FIN_ERROR) srv_fail(&e, 500, NULL, "generation failed: %s", fin.err);
-        else srv_fail(&e, fin.finish == SRV_FIN_CANCELLED && !srv_client_gone(fd) ? 503 : 400, NULL,
-                      "the request was cancelled before it finished");
-        srv_reply_error(r, p->api, &e);
+        srv_reply_unfinished(r, p->api, &fin, fd);
         free(text);
         free(lp);
         return;
