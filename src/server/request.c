@@ -100,6 +100,7 @@ static int norm_message(const json_t *m, size_t i, bool anthropic, json_t *out_a
         return srv_fail(e, 400, "messages", "%s.role must be %s, got \"%s\"", where,
                         anthropic ? "\"user\" or \"assistant\"" : "system, developer, user, assistant or tool", role);
     json_t *c = json_object_get(m, "content"), *text = NULL;
+    if (anthropic && json_is_array(c)) return srv_norm_anthropic_blocks(c, where, role, out_arr, e);
     if (json_is_string(c)) text = json_incref(c);
     else if (json_is_array(c)) {
         if (join_parts(c, where, &text, e)) return -1;
@@ -116,7 +117,7 @@ static int norm_message(const json_t *m, size_t i, bool anthropic, json_t *out_a
     json_object_set_new(copy, "role", json_string(strcmp(role, "developer") ? role : "system"));
     json_object_set_new(copy, "content", text);
     json_array_append_new(out_arr, copy);
-    return 0;
+    return srv_norm_tool_calls(copy, where, e);
 }
 
 static int parse_messages(const json_t *o, srv_params *p, srv_err *e) {
@@ -141,11 +142,7 @@ static int parse_messages(const json_t *o, srv_params *p, srv_err *e) {
         if (norm_message(json_array_get(msgs, i), i, anthropic, arr, e)) goto fail;
     p->messages = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
-    json_t *tools = json_object_get(o, "tools");
-    if (tools && !json_is_null(tools)) {
-        if (!json_is_array(tools)) return srv_fail(e, 400, "tools", "'tools' must be an array, got %s", srv_json_type(tools));
-        p->tools = json_dumps(tools, JSON_COMPACT);
-    }
+    if (srv_parse_tools(o, p, e)) return -1;
     json_t *kw = json_object_get(o, "chat_template_kwargs");
     if (kw && !json_is_null(kw)) {
         bool think = true;
@@ -276,5 +273,7 @@ void srv_params_free(srv_params *p) {
     free(p->prompt_ids);
     free(p->messages);
     free(p->tools);
+    free(p->tool_name);
+    free(p->prefill);
     memset(p, 0, sizeof *p);
 }

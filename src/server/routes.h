@@ -18,6 +18,7 @@
 #include "server/request.h"
 #include "server/sched.h"
 #include "server/server.h"
+#include "server/toolcall.h"
 
 typedef struct srv_server {
     srv_config cfg;
@@ -55,6 +56,13 @@ struct srv_stream {
     char *stop[SRV_MAX_STOP];
     int n_stop;
     size_t text_offset;   /* completions logprobs: bytes of text so far */
+    /* tool calls (a request with tools, tool_choice not "none"): text goes through ts */
+    bool tools_on;
+    srv_tool_names names;
+    srv_tool_stream ts;
+    int n_calls;          /* calls sent so far */
+    int block;            /* Anthropic: the open content block's index, or -1 */
+    int n_blocks;         /* Anthropic: content blocks started so far */
 };
 
 typedef struct srv_reply {
@@ -85,7 +93,7 @@ void srv_reply_json(srv_reply *r, int status, json_t *v);
 int srv_check_model(const srv_server *s, const char *model, srv_err *e);
 /* The prompt's tokens (malloc'd into *ids): rendered with the chat template for messages, tokenized,
  * checked against the context and vocabulary. */
-int srv_prompt_tokens(srv_server *s, const srv_params *p, int32_t **ids, int *n, srv_err *e);
+int srv_prompt_tokens(srv_server *s, srv_params *p, int32_t **ids, int *n, srv_err *e);
 /* Validates, builds and submits a job for p (whose stop strings it copies). 429 when the queue is full. */
 int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, srv_job **out, srv_err *e);
 /* Waits for the whole output of j, cancelling if the client at fd goes away (SRV_PEER_GONE: a half-close
@@ -110,6 +118,13 @@ void srv_stream_raw(srv_stream *st, const char *text);
 /* A token's text (bytes, for logprobs). */
 json_t *srv_token_text(const srv_server *s, int32_t tok);
 json_t *srv_token_bytes(const srv_server *s, int32_t tok);
+/* Whether p's reply is searched for tool calls. */
+bool srv_tools_on(const srv_params *p);
+/* A whole reply (p->prefill + text) split into content and tool calls, each call given an id of
+ * id_prefix + random (all malloc'd; free the calls with srv_tool_call_free, then the array). Without
+ * tools: all of it is content. */
+int srv_reply_tools(const srv_params *p, const char *text, size_t len, const char *id_prefix, char **content,
+                    srv_tool_call **calls, int *n_calls);
 /* A random id of prefix + 24 alphanumerics. */
 void srv_make_id(char *out, size_t cap, const char *prefix);
 

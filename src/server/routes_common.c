@@ -35,7 +35,44 @@ int srv_check_model(const srv_server *s, const char *model, srv_err *e) {
                     s->model_id);
 }
 
-int srv_prompt_tokens(srv_server *s, const srv_params *p, int32_t **ids, int *n, srv_err *e) {
+/* The chat prompt: the template on the messages, with the tools unless tool_choice is "none". A template
+ * that ignores tools (its text is the same without them) is a 400, never a silent drop. A forced call
+ * (tool_choice "required" or a name) gets its opening written after the generation prompt (p->prefill),
+ * in the template's own format: Hermes tags where the tools prompt shows <tool_call>, else bare JSON. */
+static int render_prompt(srv_server *s, srv_params *p, char **text, size_t *len, srv_err *e) {
+    const char *tools = p->tool_choice == SRV_TOOLS_NONE ? NULL : p->tools;
+    if (llm170_chat_render(s->m, p->messages, tools, true, p->enable_thinking, s->chat_template, text, len))
+        return srv_fail(e, 400, "messages", "the chat template failed on these messages: %s", llm170_last_error());
+    if (!tools) return 0;
+    char *plain = NULL;
+    size_t plen = 0;
+    int rc = llm170_chat_render(s->m, p->messages, NULL, true, p->enable_thinking, s->chat_template, &plain, &plen);
+    bool same = rc == 0 && plen == *len && !memcmp(plain, *text, plen);
+    free(plain);
+    if (same) {
+        free(*text);
+        *text = NULL;
+        return srv_fail(e, 400, "tools", "this model's chat template does not render tools, so it cannot call them "
+                        "(start the server with a --chat-template that does, or send no tools)");
+    }
+    if (p->tool_choice == SRV_TOOLS_AUTO) return 0;
+    bool hermes = strstr(*text, "<tool_call>") != NULL;
+    char pre[160];
+    int n = snprintf(pre, sizeof pre, "%s{\"name\": \"", hermes ? "<tool_call>\n" : "");
+    if (p->tool_choice == SRV_TOOLS_NAMED) snprintf(pre + n, sizeof pre - (size_t)n, "%s\", \"arguments\": ", p->tool_name);
+    char *t = realloc(*text, *len + strlen(pre) + 1);
+    if (!t || !(p->prefill = strdup(pre))) {
+        free(t ? t : *text);
+        *text = NULL;
+        return srv_fail(e, 400, NULL, "out of memory");
+    }
+    memcpy(t + *len, pre, strlen(pre) + 1);
+    *len += strlen(pre);
+    *text = t;
+    return 0;
+}
+
+int srv_prompt_tokens(srv_server *s, srv_params *p, int32_t **ids, int *n, srv_err *e) {
     *ids = NULL;
     *n = 0;
     size_t nt = 0;
@@ -43,8 +80,7 @@ int srv_prompt_tokens(srv_server *s, const srv_params *p, int32_t **ids, int *n,
     if (p->messages) {
         char *text;
         size_t len;
-        if (llm170_chat_render(s->m, p->messages, p->tools, true, p->enable_thinking, s->chat_template, &text, &len))
-            return srv_fail(e, 400, "messages", "the chat template failed on these messages: %s", llm170_last_error());
+        if (render_prompt(s, p, &text, &len, e)) return -1;
         /* the template writes the BOS token itself where the model wants one */
         int rc = llm170_tokenize(s->m, text, len, false, true, &t, &nt);
         free(text);
@@ -183,6 +219,13 @@ srv_stream *srv_stream_new(srv_server *s, srv_job *j, const srv_params *p, const
     st->include_usage = p->include_usage;
     st->n_probs = p->n_probs;
     for (int i = 0; i < p->n_stop; i++) st->stop[st->n_stop++] = strdup(p->stop[i]);
+    st->block = -1;
+    if ((st->tools_on = srv_tools_on(p))) {
+        srv_tool_names_from_json(p->tools, &st->names);
+        srv_tool_stream_init(&st->ts, &st->names);
+        /* a forced call's opening is part of the reply: the parser sees it first (it only opens a call) */
+        if (p->prefill) srv_tool_stream_push(&st->ts, p->prefill, strlen(p->prefill), false, NULL, NULL, NULL);
+    }
     return st;
 }
 
@@ -194,6 +237,8 @@ void srv_stream_free(srv_stream *st) {
     free(st->buf);
     free(st->model);
     for (int i = 0; i < st->n_stop; i++) free(st->stop[i]);
+    srv_tool_stream_free(&st->ts);
+    srv_tool_names_free(&st->names);
     free(st);
 }
 
@@ -241,6 +286,34 @@ json_t *srv_token_bytes(const srv_server *s, int32_t tok) {
     for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer((unsigned char)t[i]));
     free(t);
     return a;
+}
+
+bool srv_tools_on(const srv_params *p) { return p->tools && p->tool_choice != SRV_TOOLS_NONE; }
+
+int srv_reply_tools(const srv_params *p, const char *text, size_t len, const char *id_prefix, char **content,
+                    srv_tool_call **calls, int *n_calls) {
+    *calls = NULL;
+    *n_calls = 0;
+    if (!srv_tools_on(p)) {
+        *content = malloc(len + 1);
+        if (!*content) return -1;
+        memcpy(*content, text, len);
+        (*content)[len] = 0;
+        return 0;
+    }
+    size_t pl = p->prefill ? strlen(p->prefill) : 0;
+    char *full = malloc(pl + len + 1);
+    if (!full) return -1;
+    memcpy(full, p->prefill ? p->prefill : "", pl);
+    memcpy(full + pl, text, len);
+    full[pl + len] = 0;
+    srv_tool_names names;
+    srv_tool_names_from_json(p->tools, &names);
+    int rc = srv_tools_parse(full, pl + len, &names, content, calls, n_calls);
+    srv_tool_names_free(&names);
+    free(full);
+    for (int i = 0; rc == 0 && i < *n_calls; i++) srv_make_id((*calls)[i].id, sizeof (*calls)[i].id, id_prefix);
+    return rc;
 }
 
 void srv_make_id(char *out, size_t cap, const char *prefix) {

@@ -343,5 +343,47 @@ def test_bad_requests():
         check("max_tokens" in str(e), f"anthropic BadRequestError {e}")
     check(metric('llm170_requests_total{status="5xx"}') == 0, "no 5xx at all")
 
+TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+                                        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                       "required": ["city"]}}}
+
+
+def test_tools_rendered():
+    """Tools reach the template (the prompt grows by them) in both APIs, a history with calls and results
+    renders, and malformed tool fields are 400s. What a real model does with them: test_tools.py."""
+    base = chat("weather?", max_tokens=1).usage.prompt_tokens
+    withtools = chat("weather?", max_tokens=1, tools=[TOOL]).usage.prompt_tokens
+    check(withtools > base + 20, f"tools rendered: {base} -> {withtools} prompt tokens")
+    none = chat("weather?", max_tokens=1, tools=[TOOL], tool_choice="none").usage.prompt_tokens
+    check(none == base, f"tool_choice none renders no tools: {none} vs {base}")
+    kw = dict(model=MODEL, system="You are terse.", messages=[{"role": "user", "content": "weather?"}])
+    a0 = ant.messages.count_tokens(**kw).input_tokens
+    a1 = ant.messages.count_tokens(tools=[{"name": "get_weather", "description": "Weather in a city",
+                                           "input_schema": TOOL["function"]["parameters"]}], **kw).input_tokens
+    check(a0 == base and a1 == withtools, f"anthropic tools rendered alike: {a0}/{a1} vs {base}/{withtools}")
+    hist = msgs("weather in Paris?") + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+            "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
+    r = oai.chat.completions.create(model=MODEL, messages=hist, tools=[TOOL], max_tokens=2, temperature=0)
+    check(r.usage.prompt_tokens > withtools, f"history with a call and its result: {r.usage.prompt_tokens}")
+    ahist = [{"role": "user", "content": "weather in Paris?"},
+             {"role": "assistant", "content": [{"type": "text", "text": "Checking."}, {
+                 "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}]
+    n = ant.messages.count_tokens(model=MODEL, messages=ahist).input_tokens
+    check(n > a0, f"anthropic history with tool_use and tool_result: {n}")
+    C = "/v1/chat/completions"
+    ok = {"model": MODEL, "messages": msgs("x"), "max_tokens": 2}
+    for body in ({**ok, "tools": {}}, {**ok, "tools": [{"type": "function"}]}, {**ok, "tool_choice": "required"},
+                 {**ok, "tools": [TOOL], "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+                 {**ok, "tools": [TOOL], "tool_choice": "sometimes"},
+                 {**ok, "messages": msgs("x") + [{"role": "assistant", "tool_calls": [{"function": {"name": "f",
+                                                                                                    "arguments": "{"}}]}]}):
+        bad(C, body, 400)
+    bad("/v1/messages", {"model": MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": "x"}],
+                         "tools": [{"type": "web_search_20250305", "name": "web_search"}]}, 400, anthropic_fmt=True)
+
+
 run("test_sdk", [test_models_health, test_chat, test_completions, test_logprobs, test_stop, test_messages,
-                 test_concurrent, test_disconnect, test_queue_full, test_bad_requests])
+                 test_concurrent, test_disconnect, test_queue_full, test_bad_requests, test_tools_rendered])
