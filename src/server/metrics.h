@@ -12,6 +12,7 @@ typedef struct srv_metrics {
     pthread_mutex_t mu;
     uint64_t req_2xx, req_4xx, req_5xx, rejected_429, cancelled, abandoned;
     uint64_t prompt_tokens, cached_tokens, gen_tokens, steps;
+    uint64_t jc_tokens, jc_masks;  /* constrained tokens drawn; of those, how many needed the full mask */
     double decode_seconds;       /* wall time inside llm170_decode */
     double ttft_sum;             /* seconds from submit to first token, summed over jobs that got one */
     uint64_t ttft_count;

@@ -160,6 +160,29 @@ fail:
     return -1;
 }
 
+/* response_format (OpenAI: {"type": "text" | "json_object" | "json_schema", "json_schema": {"name",
+ * "schema", "strict"}}) and llama-server's "json_schema" (a schema, top level): compiled into p->schema. */
+static int parse_response_format(const json_t *o, srv_params *p, srv_err *e) {
+    const json_t *rf = json_object_get(o, "response_format"), *js = json_object_get(o, "json_schema");
+    if (js && !json_is_null(js)) {
+        if (!json_is_object(js)) return srv_fail(e, 400, "json_schema", "'json_schema' must be a schema object");
+        return srv_jc_compile(js, &p->schema, e);
+    }
+    if (!rf || json_is_null(rf)) return 0;
+    const char *type = json_string_value(json_object_get(rf, "type"));
+    if (!json_is_object(rf) || !type)
+        return srv_fail(e, 400, "response_format", "'response_format' must be an object with a 'type'");
+    if (!strcmp(type, "text")) return 0;
+    if (!strcmp(type, "json_object")) return srv_jc_compile(NULL, &p->schema, e);
+    if (strcmp(type, "json_schema") != 0)
+        return srv_fail(e, 400, "response_format", "response_format.type must be text, json_object or json_schema, got %.32s",
+                        type);
+    const json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+    if (!json_is_object(schema))
+        return srv_fail(e, 400, "response_format", "response_format.json_schema.schema must be a schema object");
+    return srv_jc_compile(schema, &p->schema, e);
+}
+
 /* completions' prompt: a string, a one-element array of a string, or an array of token ids. */
 static int parse_prompt(const json_t *o, srv_params *p, srv_err *e) {
     json_t *v = json_object_get(o, "prompt");
@@ -247,7 +270,7 @@ int srv_parse_request(srv_api api, const char *body, size_t len, srv_params *p, 
         /* max_completion_tokens is the newer name of max_tokens in chat */
         if (srv_json_int(o, "max_tokens", 1, SRV_MAX_TOKENS_CAP, &max_tokens, e) ||
             srv_json_int(o, "max_completion_tokens", 1, SRV_MAX_TOKENS_CAP, &max_tokens, e) ||
-            parse_stop(o, "stop", p, e) || parse_logprobs(o, p, e))
+            parse_stop(o, "stop", p, e) || parse_logprobs(o, p, e) || parse_response_format(o, p, e))
             goto done;
         json_t *so = json_object_get(o, "stream_options");
         if (so && !json_is_null(so)) {
@@ -275,5 +298,6 @@ void srv_params_free(srv_params *p) {
     free(p->tools);
     free(p->tool_name);
     free(p->prefill);
+    srv_jc_schema_free(p->schema);
     memset(p, 0, sizeof *p);
 }

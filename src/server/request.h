@@ -15,6 +15,7 @@
 
 #include "llm170.h"
 #include "server/json.h"
+#include "server/jsonc.h"
 
 typedef enum srv_api { SRV_API_CHAT, SRV_API_COMPLETION, SRV_API_MESSAGES, SRV_API_COUNT_TOKENS } srv_api;
 
@@ -45,6 +46,8 @@ typedef struct srv_params {
     int tool_choice;          /* SRV_TOOLS_* */
     char *tool_name;          /* SRV_TOOLS_NAMED: the function */
     int enable_thinking;      /* -1: the template's default */
+    srv_jc_schema *schema;    /* response_format json_object / json_schema (or a forced tool call, set by the
+                                 routes): the reply is constrained to it (see jsonc.h); NULL: free text */
     char *prefill;            /* set by the routes: text appended after the generation prompt (a forced
                                  tool call's opening), part of the reply though the model did not write it */
 } srv_params;

@@ -95,7 +95,7 @@ int srv_check_model(const srv_server *s, const char *model, srv_err *e);
  * checked against the context and vocabulary. */
 int srv_prompt_tokens(srv_server *s, srv_params *p, int32_t **ids, int *n, srv_err *e);
 /* Validates, builds and submits a job for p (whose stop strings it copies). 429 when the queue is full. */
-int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, srv_job **out, srv_err *e);
+int srv_submit(srv_server *s, srv_params *p, const int32_t *ids, int n, srv_job **out, srv_err *e);
 /* Waits for the whole output of j, cancelling if the client at fd goes away (SRV_PEER_GONE: a half-close
  * is not leaving). Returns 0, or -1 if the client left. Fills *text (malloc'd), the logprob entries
  * (malloc'd) and the final delta. */

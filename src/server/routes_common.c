@@ -37,8 +37,9 @@ int srv_check_model(const srv_server *s, const char *model, srv_err *e) {
 
 /* The chat prompt: the template on the messages, with the tools unless tool_choice is "none". A template
  * that ignores tools (its text is the same without them) is a 400, never a silent drop. A forced call
- * (tool_choice "required" or a name) gets its opening written after the generation prompt (p->prefill),
- * in the template's own format: Hermes tags where the tools prompt shows <tool_call>, else bare JSON. */
+ * (tool_choice "required" or a name) is written in the template's own format: where the tools prompt shows
+ * Hermes tags, "<tool_call>\n" goes after the generation prompt (p->prefill); then the call's JSON
+ * {"name", "arguments"} is constrained to the tools' names and (for one tool) its parameters' schema. */
 static int render_prompt(srv_server *s, srv_params *p, char **text, size_t *len, srv_err *e) {
     const char *tools = p->tool_choice == SRV_TOOLS_NONE ? NULL : p->tools;
     if (llm170_chat_render(s->m, p->messages, tools, true, p->enable_thinking, s->chat_template, text, len))
@@ -56,10 +57,17 @@ static int render_prompt(srv_server *s, srv_params *p, char **text, size_t *len,
                         "(start the server with a --chat-template that does, or send no tools)");
     }
     if (p->tool_choice == SRV_TOOLS_AUTO) return 0;
-    bool hermes = strstr(*text, "<tool_call>") != NULL;
-    char pre[160];
-    int n = snprintf(pre, sizeof pre, "%s{\"name\": \"", hermes ? "<tool_call>\n" : "");
-    if (p->tool_choice == SRV_TOOLS_NAMED) snprintf(pre + n, sizeof pre - (size_t)n, "%s\", \"arguments\": ", p->tool_name);
+    if (p->schema) {
+        free(*text);
+        *text = NULL;
+        return srv_fail(e, 400, "tool_choice", "a forced tool call and response_format together are not supported");
+    }
+    if (srv_jc_tool_call_schema(p->tools, p->tool_choice == SRV_TOOLS_NAMED ? p->tool_name : NULL, &p->schema, e)) {
+        free(*text);
+        *text = NULL;
+        return -1;
+    }
+    const char *pre = strstr(*text, "<tool_call>") ? "<tool_call>\n" : "";
     char *t = realloc(*text, *len + strlen(pre) + 1);
     if (!t || !(p->prefill = strdup(pre))) {
         free(t ? t : *text);
@@ -104,7 +112,7 @@ int srv_prompt_tokens(srv_server *s, srv_params *p, int32_t **ids, int *n, srv_e
     return 0;
 }
 
-int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, srv_job **out, srv_err *e) {
+int srv_submit(srv_server *s, srv_params *p, const int32_t *ids, int n, srv_job **out, srv_err *e) {
     *out = NULL;
     const char *param = p->messages ? "messages" : "prompt";
     if (n == 0) return srv_fail(e, 400, param, "the prompt is empty (0 tokens)");
@@ -115,7 +123,7 @@ int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, sr
     if (p->max_tokens > s->cfg.n_ctx)
         return srv_fail(e, 400, "max_tokens", "max_tokens = %lld exceeds the context size %d", p->max_tokens, s->cfg.n_ctx);
     srv_gen g = {.max_tokens = p->max_tokens > 0 ? (int)p->max_tokens : s->cfg.n_ctx, .sp = p->sp,
-                 .n_probs = p->n_probs, .ignore_eos = p->ignore_eos};
+                 .n_probs = p->n_probs, .ignore_eos = p->ignore_eos, .schema = p->schema};
     if (!p->seed_given) {
         uint64_t seed = (uint64_t)time(NULL);
         if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) seed ^= (uint64_t)clock();
@@ -126,6 +134,7 @@ int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, sr
         for (int i = 0; g.stop && i < p->n_stop; i++) g.stop[g.n_stop++] = strdup(p->stop[i]);
     }
     srv_job *j = srv_job_new(ids, n, &g);
+    if (j) p->schema = NULL; /* the job owns it now */
     for (int i = 0; i < g.n_stop; i++) free(g.stop[i]);
     free(g.stop);
     if (!j) return srv_fail(e, 400, NULL, "out of memory");
