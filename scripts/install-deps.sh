@@ -3,7 +3,8 @@
 # Safe to run again: it asks apt only for what is missing.
 set -euo pipefail
 need=(build-essential cmake pkg-config libpcre2-dev libmicrohttpd-dev libjansson-dev)
-[ "${1:-}" = "--ci" ] && need+=(clang cppcheck)
+# CI also runs the web chat page in a headless browser (tests/server/cli_server_ui.sh)
+[ "${1:-}" = "--ci" ] && need+=(clang cppcheck chromium chromium-driver)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

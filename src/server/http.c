@@ -5,7 +5,8 @@
  * framing headers), so MHD only ever sees connections that have sent their headers.
  *
  * Order of checks on a request, all from the headers, before any body byte is read: route known (404) and
- * method (405; HEAD wherever GET is allowed); loading (503); API key (401, every route but /health;
+ * method (405; HEAD wherever GET is allowed); loading (503); API key (401, every route but /health and the
+ * chat page at /;
  * compared in constant time); body size (413, from Content-Length). Then the body is buffered (within the
  * size limit and --timeout) and the handler runs; its errors are 4xx JSON bodies in the API's format. */
 #include <microhttpd.h>
@@ -20,13 +21,14 @@
 #include "server/accept.h"
 #include "server/routes.h"
 
-enum route_id { R_HEALTH, R_MODELS, R_METRICS, R_TOKENIZE, R_DETOKENIZE, R_COMPLETIONS, R_CHAT, R_MESSAGES, R_COUNT };
+enum route_id { R_UI, R_HEALTH, R_MODELS, R_METRICS, R_TOKENIZE, R_DETOKENIZE, R_COMPLETIONS, R_CHAT, R_MESSAGES, R_COUNT };
 
 static const struct route {
     const char *path;
     const char *method;
     enum route_id id;
 } routes[] = {
+    {"/", "GET", R_UI},
     {"/health", "GET", R_HEALTH},
     {"/v1/health", "GET", R_HEALTH},
     {"/v1/models", "GET", R_MODELS},
@@ -38,6 +40,10 @@ static const struct route {
     {"/v1/messages", "POST", R_MESSAGES},
     {"/v1/messages/count_tokens", "POST", R_COUNT},
 };
+
+/* The chat page (src/server/ui/chat.html, embedded by cmake/embed.cmake). */
+extern const unsigned char srv_ui_chat[];
+extern const size_t srv_ui_chat_len;
 
 /* Per-request state kept by MHD between calls of the access handler. */
 typedef struct conn_req {
@@ -155,6 +161,13 @@ static enum MHD_Result dispatch(srv_server *s, struct MHD_Connection *c, enum ro
     int fd = ci ? ci->connect_fd : -1;
     const char *body = cr->body ? cr->body : "";
     switch (id) {
+    case R_UI:
+        r.status = 200;
+        r.ctype = "text/html; charset=utf-8";
+        r.len = srv_ui_chat_len;
+        if (!(r.body = malloc(r.len))) return MHD_NO;
+        memcpy(r.body, srv_ui_chat, r.len);
+        break;
     case R_HEALTH: {
         bool ready = atomic_load(&s->ready);
         srv_reply_json(&r, ready ? 200 : 503, json_pack("{s:s}", "status", ready ? "ok" : "loading model"));
@@ -205,8 +218,10 @@ static enum MHD_Result on_headers(srv_server *s, struct MHD_Connection *c, const
         snprintf(msg, sizeof msg, path_known ? "%s is not allowed on %.200s" : "no route %s %.200s", method, url);
         return send_error(s, c, api, path_known ? 405 : 404, msg);
     }
-    if (rt->id != R_HEALTH && !atomic_load(&s->ready)) return send_error(s, c, api, 503, "the model is still loading");
-    if (rt->id != R_HEALTH && !authorized(s, c))
+    /* the health check and the chat page are open (the page asks for the key and sends it itself) */
+    bool open = rt->id == R_HEALTH || rt->id == R_UI;
+    if (!open && !atomic_load(&s->ready)) return send_error(s, c, api, 503, "the model is still loading");
+    if (!open && !authorized(s, c))
         return send_error(s, c, api, 401, "invalid or missing API key (send 'Authorization: Bearer KEY' or 'x-api-key')");
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
