@@ -63,6 +63,7 @@ class Soak:
         c = http.client.HTTPConnection(self.host, self.port, timeout=self.a.timeout)
         try:
             c.request("POST", "/v1/chat/completions", json.dumps(body), self.headers())
+            sock = c.sock  # getresponse() hands the socket to a response that will close, leaving c.sock None
             r = c.getresponse()
             if not stream or r.status != 200:
                 data = r.read()
@@ -77,8 +78,8 @@ class Soak:
                     if line.startswith(b"data: {\"error\""):
                         self.errors.append(f"{kind}: error event {line[:200]!r}")
                 if abort_after is not None and chunks >= abort_after:
-                    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    c.sock.close()  # a reset: the client is gone
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.close()  # a reset: the client is gone
                     self.count(kind, "aborted")
                     return None, b""
             self.count(kind, r.status)
@@ -98,32 +99,40 @@ class Soak:
     def client(self, i):
         rnd = random.Random(i)
         while time.time() < self.stop_at:
-            msgs = [{"role": "user", "content": f"Write about {rnd.choice(TOPICS)}. ({rnd.random():.6f})"}]
-            base = {"model": "soak", "messages": msgs, "max_tokens": self.a.max_tokens,
-                    "temperature": rnd.choice([0, 0.8])}
-            kind = rnd.choice(["stream", "whole", "tools", "schema", "disconnect"])
-            if kind == "stream":
-                self.post(kind, {**base, "stream": True}, stream=True)
-            elif kind == "whole":
-                self.post(kind, base)
-            elif kind == "tools":
-                self.post(kind, {**base, "tools": TOOLS, "messages": [
-                    {"role": "user", "content": f"What is the weather in {rnd.choice(['Paris', 'Oslo', 'Lima'])}?"}]})
-            elif kind == "schema":
-                st, data = self.post(kind, {**base, "response_format": {
-                    "type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMA}}})
-                if st == 200:
-                    try:
-                        doc = json.loads(json.loads(data)["choices"][0]["message"]["content"])
-                        ok = isinstance(doc, dict) and "name" in doc and isinstance(doc.get("score"), int)
-                    except (ValueError, KeyError, TypeError):
-                        ok = False
-                    if not ok:
-                        with self.lock:
-                            self.bad_json += 1
-            else:
-                self.post(kind, {**base, "stream": True, "max_tokens": 4 * self.a.max_tokens}, stream=True,
-                          abort_after=rnd.randint(2, 6))
+            try:
+                self.one(rnd)
+            except Exception as e:  # noqa: BLE001 (a client thread must not die silently)
+                self.count("client", "exception")
+                self.errors.append(f"client {i}: {e!r}")
+
+    def one(self, rnd):
+        """One request of a random kind."""
+        msgs = [{"role": "user", "content": f"Write about {rnd.choice(TOPICS)}. ({rnd.random():.6f})"}]
+        base = {"model": "soak", "messages": msgs, "max_tokens": self.a.max_tokens,
+                "temperature": rnd.choice([0, 0.8])}
+        kind = rnd.choice(["stream", "whole", "tools", "schema", "disconnect"])
+        if kind == "stream":
+            self.post(kind, {**base, "stream": True}, stream=True)
+        elif kind == "whole":
+            self.post(kind, base)
+        elif kind == "tools":
+            self.post(kind, {**base, "tools": TOOLS, "messages": [
+                {"role": "user", "content": f"What is the weather in {rnd.choice(['Paris', 'Oslo', 'Lima'])}?"}]})
+        elif kind == "schema":
+            st, data = self.post(kind, {**base, "response_format": {
+                "type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMA}}})
+            if st == 200:
+                try:
+                    doc = json.loads(json.loads(data)["choices"][0]["message"]["content"])
+                    ok = isinstance(doc, dict) and "name" in doc and isinstance(doc.get("score"), int)
+                except (ValueError, KeyError, TypeError):
+                    ok = False
+                if not ok:
+                    with self.lock:
+                        self.bad_json += 1
+        else:
+            self.post(kind, {**base, "stream": True, "max_tokens": 4 * self.a.max_tokens}, stream=True,
+                      abort_after=rnd.randint(2, 6))
 
     def metrics(self):
         c = http.client.HTTPConnection(self.host, self.port, timeout=30)

@@ -15,8 +15,8 @@
  *   - the token mask (jsonc.c): which vocabulary entries may come next, found by walking the vocabulary
  *     sorted by bytes so that a rejected prefix rejects every token sharing it. A token is allowed only if
  *     the shortest completion of the value after it still fits in the token budget left, so a reply that
- *     reaches max_tokens is still whole JSON (when max_tokens is too small even for that, the tokens that
- *     spell the shortest completion are taken, and the reply is cut).
+ *     reaches max_tokens is still whole JSON (when max_tokens is too small even for that, the longest token
+ *     that begins the shortest completion is taken each time, and the reply may be cut).
  * Sampling (sched.c) draws from the raw logits first and keeps the token if the automaton accepts it; only
  * otherwise does it mask and draw again. That is exact for greedy decoding and for plain temperature
  * sampling (rejection sampling: P(a) = p(a)/p(allowed)); with top-k/top-p the filters see the unmasked
@@ -94,6 +94,8 @@ typedef struct srv_jc_vocab {
     char *blob;          /* all texts */
     uint32_t *off;       /* per id: offset in blob */
     uint8_t *len;        /* per id: bytes (0: never allowed: control tokens, end of generation, too long) */
+    uint8_t *plain;      /* per id: 1 if its text can sit in a JSON string as it is (no quote, backslash or
+                            control byte; whole UTF-8 characters) */
     int32_t *sorted;     /* ids with len > 0, by text */
     uint8_t *lcp;        /* per sorted position: bytes shared with the previous one */
     int n_sorted;

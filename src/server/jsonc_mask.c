@@ -19,11 +19,28 @@ static int by_text(const void *a, const void *b) {
     return c ? c : (lx > ly) - (lx < ly);
 }
 
+/* Whether t (n bytes) can sit inside a JSON string unchanged: no '"', '\\' or control byte, and whole
+ * UTF-8 characters (a lead byte with its continuation bytes). */
+static bool plain_text(const unsigned char *t, int n) {
+    for (int i = 0; i < n; i++) {
+        unsigned char c = t[i];
+        int more = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : -1;
+        if (c < 0x20 || c == '"' || c == '\\' || more < 0 || (more > 0 && i + more >= n)) return false;
+        for (int k = 1; k <= more; k++)
+            if ((t[i + k] & 0xC0) != 0x80) return false;
+        i += more;
+    }
+    return true;
+}
+
 /* Sorts the ids that have a text and finds each one's shared prefix with the one before. */
 static void vocab_index(srv_jc_vocab *v) {
     v->n_sorted = 0;
-    for (int32_t id = 0; id < v->n_vocab; id++)
-        if (v->len[id]) v->sorted[v->n_sorted++] = id;
+    for (int32_t id = 0; id < v->n_vocab; id++) {
+        if (!v->len[id]) continue;
+        v->sorted[v->n_sorted++] = id;
+        v->plain[id] = plain_text((const unsigned char *)v->blob + v->off[id], v->len[id]);
+    }
     sort_vocab = v;
     qsort(v->sorted, (size_t)v->n_sorted, sizeof *v->sorted, by_text);
     for (int k = 1; k < v->n_sorted; k++) {
@@ -43,7 +60,8 @@ static srv_jc_vocab *vocab_alloc(int n_vocab, size_t blob) {
     v->len = calloc((size_t)n_vocab, 1);
     v->sorted = malloc(sizeof *v->sorted * (size_t)n_vocab);
     v->lcp = calloc((size_t)n_vocab, 1);
-    if (!v->blob || !v->off || !v->len || !v->sorted || !v->lcp) {
+    v->plain = calloc((size_t)n_vocab, 1);
+    if (!v->blob || !v->off || !v->len || !v->sorted || !v->lcp || !v->plain) {
         srv_jc_vocab_free(v);
         return NULL;
     }
@@ -102,7 +120,7 @@ srv_jc_vocab *srv_jc_vocab_from_texts(const char *const *texts, int n) {
 
 void srv_jc_vocab_free(srv_jc_vocab *v) {
     if (!v) return;
-    free(v->blob), free(v->off), free(v->len), free(v->sorted), free(v->lcp);
+    free(v->blob), free(v->off), free(v->len), free(v->sorted), free(v->lcp), free(v->plain);
     free(v);
 }
 
@@ -161,6 +179,14 @@ int srv_jc_mask(const srv_jc_state *st, const srv_jc_vocab *v, int budget, uint8
         int32_t id = v->sorted[k];
         const char *t = v->blob + v->off[id];
         int len = v->len[id], lcp = k ? v->lcp[k] : 0;
+        if (in_string && v->plain[id]) {
+            /* plain text inside a plain string: taken, and the state stays the same string; no walk (the
+             * next text is walked from its first byte, as this one's states were not made) */
+            if (!near || string_fits) allowed[id] = 1, count++;
+            valid = 0;
+            refused = 1 << 30;
+            continue;
+        }
         if (lcp > refused) continue; /* shares the refused prefix */
         int d = lcp < valid ? lcp : valid;
         refused = 1 << 30;
@@ -180,13 +206,17 @@ int srv_jc_mask(const srv_jc_state *st, const srv_jc_vocab *v, int budget, uint8
     }
     free(states);
     if (count == 0 && near) {
-        /* the budget was too small from the start: spell the shortest completion, as far as it goes */
+        /* the budget was too small from the start: spell the shortest completion in as few tokens as the
+         * vocabulary allows (the longest token that begins it), as far as it goes */
         char comp[1024];
         size_t cl = srv_jc_completion(st, comp, sizeof comp);
+        int32_t best = -1;
         for (int k = 0; k < v->n_sorted; k++) {
             int32_t id = v->sorted[k];
-            if (v->len[id] <= cl && !memcmp(v->blob + v->off[id], comp, v->len[id])) allowed[id] = 1, count++;
+            if (v->len[id] <= cl && !memcmp(v->blob + v->off[id], comp, v->len[id]) && (best < 0 || v->len[id] > v->len[best]))
+                best = id;
         }
+        if (best >= 0) allowed[best] = 1, count = 1;
     }
     return count;
 }

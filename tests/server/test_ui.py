@@ -82,10 +82,10 @@ def test_chat_page():
         type_into("#key", KEY)
         js("document.getElementById('key').dispatchEvent(new Event('change'))")
         type_into("#temp", "0")
-        type_into("#maxtok", os.environ.get("LLM170_FIRST_TOKENS", "24"))
+        type_into("#maxtok", os.environ.get("LLM170_FIRST_TOKENS", "12"))
         type_into("#input", "Hello! Write a haiku about the sea.")
         click("#send")
-        done = wait(lambda: (lambda m: m if m and "tokens" in m["stats"] else None)(last_assistant()), 120,
+        done = wait(lambda: (lambda m: m if m and "tokens" in m["stats"] else None)(last_assistant()), 300,
                     "the streamed answer")
         check(len(done["body"].strip()) > 0 and "tokens/s" in done["stats"], f"answer and its speed: {done}")
         print(f"  answer streamed: {done['stats']}")
