@@ -124,11 +124,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         srv_delta d;
         if (srv_job_wait(st->job, &st->cur, 25, &d)) st->format(st, &d);
         srv_delta_free(&d);
-        /* The peer sent its FIN: a half-close (it still reads) or a close. Only a write tells them apart
-         * (a closed socket answers it with a reset), so while no event is due, send an SSE comment, which
-         * clients ignore, twice a second. */
-        double t = mono_s();
-        if (peer == SRV_PEER_HALF && st->len == 0 && t - st->probe_t >= 0.5) {
+        /* An SSE comment (clients ignore it) when no event is due: twice a second once the peer sent its
+         * FIN, since only a write tells a half-close (it still reads) from a close (it answers with a
+         * reset); and every third of --timeout anyway, since MHD closes a connection that has sent
+         * nothing for --timeout, which a reply waiting in the queue or a long prefill would otherwise be. */
+        double t = mono_s(), every = peer == SRV_PEER_HALF ? 0.5 : st->srv->cfg.timeout_s / 3.0;
+        if (st->len == 0 && t - st->probe_t >= every) {
             st->probe_t = t;
             srv_stream_raw(st, ": ping\n\n");
         }
@@ -136,6 +137,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     size_t n = st->len - st->off < max ? st->len - st->off : max;
     memcpy(buf, st->buf + st->off, n);
     st->off += n;
+    st->probe_t = mono_s(); /* something is being sent */
     return (ssize_t)n;
 }
 

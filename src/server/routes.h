@@ -42,7 +42,7 @@ struct srv_stream {
     srv_cursor cur;
     srv_format_fn format; /* appends events for d to buf; sets done after the last one */
     int fd;               /* the client's socket, polled for hang-ups */
-    double probe_t;       /* when the last keep-alive comment was queued (see stream_read) */
+    double probe_t;       /* when bytes were last handed to MHD (see stream_read's keep-alive comments) */
     bool done;
     char *buf;            /* pending bytes of events not yet sent */
     size_t len, off, cap;

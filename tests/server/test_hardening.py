@@ -216,6 +216,29 @@ def test_half_close_not_cancel():
     print("  half-closed clients answered in full (stream and not)")
 
 
+def test_stream_outlives_timeout():
+    """A streamed reply that waits in the queue longer than --timeout before its first token is not cut:
+    keep-alive comments keep MHD's inactivity timeout away (it had closed such streams, cancelling them)."""
+    blockers = []
+    for _ in range(2):  # both slots busy with long answers
+        s = conn(timeout=120)
+        s.sendall(request("POST", "/v1/chat/completions", {**CHAT, "max_tokens": 1500}))
+        blockers.append(s)
+    t0 = time.time()
+    while time.time() - t0 < 10 and metric("llm170_slots_busy") < 2:
+        time.sleep(0.02)
+    with conn(timeout=120) as s:
+        s.sendall(request("POST", "/v1/chat/completions", {**CHAT, "stream": True}))
+        st, _, body = read_response(s, limit=110)
+    waited = time.time() - t0
+    check(st == 200 and b"data: [DONE]" in body and b'"finish_reason":"length"' in body,
+          f"a stream queued for {waited:.1f} s (--timeout {TIMEOUT:g}) ends whole: {body[-200:]!r}")
+    for s in blockers:
+        read_response(s, limit=110)
+        s.close()
+    print(f"  a stream queued {waited:.1f} s behind two long answers (--timeout {TIMEOUT:g} s) came whole")
+
+
 def test_abandoned_not_4xx():
     """A client that resets its connection mid-answer: its job is cancelled and counted as abandoned,
     not as a client error."""
@@ -269,4 +292,5 @@ def test_any_model_name():
     check(st == 200 and json.loads(body)["model"] == CHAT["model"], f"any model name: {st} {body[:200]!r}")
 
 run("test_hardening", [test_malformed, test_any_model_name, test_auth_before_body, test_half_close_not_cancel,
+                       test_stream_outlives_timeout,
                        test_abandoned_not_4xx, test_slow_clients_dropped, test_slowloris])
