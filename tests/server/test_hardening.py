@@ -218,25 +218,28 @@ def test_half_close_not_cancel():
 
 def test_stream_outlives_timeout():
     """A streamed reply that waits in the queue longer than --timeout before its first token is not cut:
-    keep-alive comments keep MHD's inactivity timeout away (it had closed such streams, cancelling them)."""
+    keep-alive comments keep MHD's inactivity timeout away (it had closed such streams, cancelling them).
+    Both slots are held by long answers for 3 x --timeout, then those clients reset and the stream runs."""
     blockers = []
-    for _ in range(2):  # both slots busy with long answers
+    for _ in range(2):
         s = conn(timeout=120)
-        s.sendall(request("POST", "/v1/chat/completions", {**CHAT, "max_tokens": 1500}))
+        s.sendall(request("POST", "/v1/chat/completions", {**CHAT, "max_tokens": 4000}))
         blockers.append(s)
     t0 = time.time()
     while time.time() - t0 < 10 and metric("llm170_slots_busy") < 2:
         time.sleep(0.02)
     with conn(timeout=120) as s:
         s.sendall(request("POST", "/v1/chat/completions", {**CHAT, "stream": True}))
+        time.sleep(3 * TIMEOUT + 0.5)
+        for b in blockers:
+            b.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            b.close()
         st, _, body = read_response(s, limit=110)
     waited = time.time() - t0
     check(st == 200 and b"data: [DONE]" in body and b'"finish_reason":"length"' in body,
-          f"a stream queued for {waited:.1f} s (--timeout {TIMEOUT:g}) ends whole: {body[-200:]!r}")
-    for s in blockers:
-        read_response(s, limit=110)
-        s.close()
-    print(f"  a stream queued {waited:.1f} s behind two long answers (--timeout {TIMEOUT:g} s) came whole")
+          f"a stream queued {3 * TIMEOUT + 0.5:g} s (--timeout {TIMEOUT:g}) ends whole: {body[-200:]!r}")
+    print(f"  a stream queued {3 * TIMEOUT + 0.5:g} s behind two long answers (--timeout {TIMEOUT:g} s) came whole "
+          f"({waited:.1f} s in all)")
 
 
 def test_abandoned_not_4xx():
