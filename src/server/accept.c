@@ -52,7 +52,7 @@ static bool ieq_prefix(const char *line, size_t n, const char *name) {
 
 /* A header's value without the surrounding blanks. */
 static void header_value(const char *line, size_t n, const char **v, size_t *vn) {
-    const char *p = memchr(line, ':', n) + 1, *end = line + n;
+    const char *p = (const char *)memchr(line, ':', n) + 1, *end = line + n;
     while (p < end && (*p == ' ' || *p == '\t')) p++;
     while (end > p && (end[-1] == ' ' || end[-1] == '\t')) end--;
     *v = p;

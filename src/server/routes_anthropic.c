@@ -95,7 +95,7 @@ static json_t *whole_content(const srv_params *p, const char *text, size_t len) 
         json_array_append_new(blocks, json_pack("{s:s,s:o}", "type", "text", "text",
                                                 content ? srv_json_text(content, strlen(content)) : srv_json_text(text, len)));
     for (int i = 0; i < n; i++) {
-        json_t *input = json_loads(calls[i].arguments, 0, NULL);
+        json_t *input = json_loads(calls[i].arguments, JSON_ALLOW_NUL, NULL);
         json_array_append_new(blocks, json_pack("{s:s,s:s,s:s,s:o}", "type", "tool_use", "id", calls[i].id, "name",
                                                 calls[i].name, "input", input ? input : json_object()));
         srv_tool_call_free(&calls[i]);

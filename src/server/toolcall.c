@@ -47,7 +47,7 @@ static int call_from_json(const json_t *o, const srv_tool_names *names, srv_tool
     else if (json_is_object(args)) text = json_dumps(args, JSON_COMPACT);
     else if (json_is_string(args)) {
         /* some models write the arguments as a JSON string holding the object */
-        json_t *inner = json_loads(json_string_value(args), 0, NULL);
+        json_t *inner = json_loads(json_string_value(args), JSON_ALLOW_NUL, NULL);
         if (json_is_object(inner)) text = json_dumps(inner, JSON_COMPACT);
         json_decref(inner);
     }
@@ -57,10 +57,11 @@ static int call_from_json(const json_t *o, const srv_tool_names *names, srv_tool
     return c->name ? 0 : -1;
 }
 
-/* Text that is one call object, or (bare) an array of them. Appends to *calls. */
+/* Text that is one call object, or (bare) an array of them. Appends to *calls. "\u0000" is valid JSON (and
+ * the constrained decoder may write it), so jansson is told to allow it. */
 static int calls_from_text(const char *s, size_t n, const srv_tool_names *names, bool allow_array, srv_tool_call **calls,
                            int *n_calls) {
-    json_t *v = json_loadb(s, n, 0, NULL);
+    json_t *v = json_loadb(s, n, JSON_ALLOW_NUL, NULL);
     if (!v) return -1;
     size_t k = json_is_array(v) && allow_array ? json_array_size(v) : 1;
     int rc = json_is_object(v) || (allow_array && json_is_array(v) && k > 0) ? 0 : -1;

@@ -33,6 +33,9 @@ static const want cases[] = {
     {"```json\n{\n  \"name\": \"get_weather\",\n  \"arguments\": {\n    \"city\": \"Paris\"\n  }\n}\n```", 1, "get_weather",
      "{\"city\":\"Paris\"}", NULL, ""},
     {"```xml\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2}}\n</tool_call>\n```", 1, "add", "{\"a\":2}", NULL, ""},
+    /* "\u0000" in an argument is valid JSON */
+    {"<tool_call>\n{\"name\": \"add\", \"arguments\": {\"s\": \"a\\u0000b\"}}\n</tool_call>", 1, "add",
+     "{\"s\":\"a\\u0000b\"}", NULL, ""},
     /* not calls: plain text stays text */
     {"The weather is nice.", 0, NULL, NULL, NULL, "The weather is nice."},
     {"{\"name\": \"rm_rf\", \"arguments\": {}}", 0, NULL, NULL, NULL, "{\"name\": \"rm_rf\", \"arguments\": {}}"},
