@@ -4,7 +4,8 @@
 set -euo pipefail
 # python3-venv: scripts/test.sh keeps the tests' Python packages in a venv (.cache/venv-test)
 need=(build-essential cmake pkg-config libpcre2-dev libmicrohttpd-dev libjansson-dev python3-venv)
-[ "${1:-}" = "--ci" ] && need+=(clang cppcheck)
+# CI also runs the web chat page in a headless browser (tests/server/cli_server_ui.sh)
+[ "${1:-}" = "--ci" ] && need+=(clang cppcheck chromium chromium-driver)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,23 +12,32 @@ static void usage(void) {
     fprintf(stderr,
             "usage: llm170 serve --model M [--host 127.0.0.1] [--port 8080] [--ctx-size N] [--parallel N]\n"
             "                    [--api-key K] [--device cpu] [--threads N] [--batch-size N] [--queue N]\n"
-            "                    [--alias NAME] [--max-body BYTES] [--chat-template NAME|TEXT]\n"
+            "                    [--alias NAME] [--max-body BYTES] [--chat-template NAME|TEXT] [--timeout S]\n"
+            "                    [--max-connections N] [--strict-model]\n"
             "  --ctx-size is per slot (tokens a request's prompt and answer share); --parallel is the number of\n"
             "  slots decoded together; --batch-size the tokens per batched step; --queue the requests that may\n"
             "  wait for a slot before the server answers 429. --port 0 picks a free port (printed on stderr).\n"
-            "  --chat-template: a built-in (chatml, llama3, gemma) or a Jinja text, instead of the file's own.\n");
+            "  --chat-template: a built-in (chatml, llama3, gemma) or a Jinja text, instead of the file's own.\n"
+            "  --timeout: seconds within which a request's headers, then its body, must arrive; idle kept-alive\n"
+            "  connections close after it (default 30). --max-connections: connections at once (default 256).\n"
+            "  --strict-model: answer 404 to a 'model' other than the served one (default: any name is taken).\n");
 }
 
 int cmd_serve(int argc, char **argv) {
     const char *cmd = "serve";
     srv_config c = {.host = "127.0.0.1", .port = 8080, .n_ctx = 4096, .n_slots = 4, .n_batch = 512,
-                    .n_threads = args_default_threads(), .queue_cap = 64, .max_body = 8u << 20};
+                    .n_threads = args_default_threads(), .queue_cap = 64, .max_body = 8u << 20,
+                    .timeout_s = 30, .max_conns = 256};
     int max_body_mb = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
             return 0;
+        }
+        if (!strcmp(a, "--strict-model")) {
+            c.strict_model = true;
+            continue;
         }
         if (!(v = args_value(cmd, argc, argv, &i))) return 2;
         bool ok = true;
@@ -40,6 +49,8 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--batch-size") || !strcmp(a, "-b")) ok = args_int(cmd, a, v, 1, 1 << 16, &c.n_batch);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int(cmd, a, v, 1, 1024, &c.n_threads);
         else if (!strcmp(a, "--queue")) ok = args_int(cmd, a, v, 1, 1 << 16, &c.queue_cap);
+        else if (!strcmp(a, "--timeout") || !strcmp(a, "-to")) ok = args_int(cmd, a, v, 1, 86400, &c.timeout_s);
+        else if (!strcmp(a, "--max-connections")) ok = args_int(cmd, a, v, 1, 4096, &c.max_conns);
         else if (!strcmp(a, "--max-body")) {
             ok = args_int(cmd, a, v, 1024, 1 << 30, &max_body_mb);
             c.max_body = (size_t)max_body_mb;

@@ -1,28 +1,34 @@
 /* srv http: the listener (libmicrohttpd, one thread per connection so a handler may block on its job
  * without holding up others; threads wait on condition variables, never spin), routing, the API key,
- * the body size limit and server-sent-event streaming; and srv_serve, which starts it all.
+ * the body size limit and server-sent-event streaming; and srv_serve, which starts it all. New
+ * connections go through accept.c first (whole header block within --timeout, sound request line and
+ * framing headers), so MHD only ever sees connections that have sent their headers.
  *
- * Order of checks on a request: route known (404) and method (405); loading (503); API key (401, every
- * route but /health; compared in constant time); body size (413, before reading a body whose
- * Content-Length is too big); then the handler, whose errors are 4xx JSON bodies in the API's format. */
-#include <arpa/inet.h>
+ * Order of checks on a request, all from the headers, before any body byte is read: route known (404) and
+ * method (405; HEAD wherever GET is allowed); loading (503); API key (401, every route but /health and the
+ * chat page at /;
+ * compared in constant time); body size (413, from Content-Length). Then the body is buffered (within the
+ * size limit and --timeout) and the handler runs; its errors are 4xx JSON bodies in the API's format. */
 #include <microhttpd.h>
-#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "server/accept.h"
 #include "server/routes.h"
 
-enum route_id { R_HEALTH, R_MODELS, R_METRICS, R_TOKENIZE, R_DETOKENIZE, R_COMPLETIONS, R_CHAT, R_MESSAGES, R_COUNT };
+enum route_id { R_UI, R_HEALTH, R_MODELS, R_METRICS, R_TOKENIZE, R_DETOKENIZE, R_COMPLETIONS, R_CHAT, R_MESSAGES, R_COUNT };
 
 static const struct route {
     const char *path;
     const char *method;
     enum route_id id;
 } routes[] = {
+    {"/", "GET", R_UI},
     {"/health", "GET", R_HEALTH},
     {"/v1/health", "GET", R_HEALTH},
     {"/v1/models", "GET", R_MODELS},
@@ -35,12 +41,25 @@ static const struct route {
     {"/v1/messages/count_tokens", "POST", R_COUNT},
 };
 
+/* The chat page (src/server/ui/chat.html, embedded by cmake/embed.cmake). */
+extern const unsigned char srv_ui_chat[];
+extern const size_t srv_ui_chat_len;
+
 /* Per-request state kept by MHD between calls of the access handler. */
 typedef struct conn_req {
     char *body;
     size_t len, cap;
     bool too_big;
+    bool replied;          /* an error was queued from the headers alone; the body is not read */
+    enum route_id id;
+    double t0;             /* when the headers were complete: the body must follow within --timeout */
 } conn_req;
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static srv_api route_api(const char *url) {
     return strncmp(url, "/v1/messages", 12) == 0 ? SRV_API_MESSAGES : SRV_API_CHAT;
@@ -75,7 +94,8 @@ static enum MHD_Result send_reply(srv_server *s, struct MHD_Connection *c, srv_r
     }
     if (!resp) return MHD_NO;
     MHD_add_response_header(resp, "Content-Type", r->ctype ? r->ctype : "application/json");
-    srv_metrics_request(&s->mt, r->status);
+    if (r->abandoned) srv_metrics_abandoned(&s->mt);
+    else srv_metrics_request(&s->mt, r->status);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -96,17 +116,28 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     while (st->off == st->len) {
         if (st->done) return MHD_CONTENT_READER_END_OF_STREAM;
         st->off = st->len = 0;
-        if (srv_client_gone(st->fd)) {
+        int peer = srv_peer_state(st->fd);
+        if (peer == SRV_PEER_GONE) {
             srv_job_cancel(st->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         srv_delta d;
         if (srv_job_wait(st->job, &st->cur, 25, &d)) st->format(st, &d);
         srv_delta_free(&d);
+        /* An SSE comment (clients ignore it) when no event is due: twice a second once the peer sent its
+         * FIN, since only a write tells a half-close (it still reads) from a close (it answers with a
+         * reset); and every third of --timeout anyway, since MHD closes a connection that has sent
+         * nothing for --timeout, which a reply waiting in the queue or a long prefill would otherwise be. */
+        double t = mono_s(), every = peer == SRV_PEER_HALF ? 0.5 : st->srv->cfg.timeout_s / 3.0;
+        if (st->len == 0 && t - st->probe_t >= every) {
+            st->probe_t = t;
+            srv_stream_raw(st, ": ping\n\n");
+        }
     }
     size_t n = st->len - st->off < max ? st->len - st->off : max;
     memcpy(buf, st->buf + st->off, n);
     st->off += n;
+    st->probe_t = mono_s(); /* something is being sent */
     return (ssize_t)n;
 }
 
@@ -132,6 +163,13 @@ static enum MHD_Result dispatch(srv_server *s, struct MHD_Connection *c, enum ro
     int fd = ci ? ci->connect_fd : -1;
     const char *body = cr->body ? cr->body : "";
     switch (id) {
+    case R_UI:
+        r.status = 200;
+        r.ctype = "text/html; charset=utf-8";
+        r.len = srv_ui_chat_len;
+        if (!(r.body = malloc(r.len))) return MHD_NO;
+        memcpy(r.body, srv_ui_chat, r.len);
+        break;
     case R_HEALTH: {
         bool ready = atomic_load(&s->ready);
         srv_reply_json(&r, ready ? 200 : 503, json_pack("{s:s}", "status", ready ? "ok" : "loading model"));
@@ -155,25 +193,66 @@ static enum MHD_Result dispatch(srv_server *s, struct MHD_Connection *c, enum ro
     return send_reply(s, c, &r);
 }
 
+/* The route for url and method; sets *path_known when url is a route under any method. HEAD goes where
+ * GET does (MHD sends the headers only). */
+static const struct route *find_route(const char *url, const char *method, bool *path_known) {
+    const struct route *rt = NULL;
+    *path_known = false;
+    if (!strcmp(method, "HEAD")) method = "GET";
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        if (strcmp(routes[i].path, url) != 0) continue;
+        *path_known = true;
+        if (!strcmp(routes[i].method, method)) rt = &routes[i];
+    }
+    return rt;
+}
+
+/* The first call for a request (headers only): every refusal that needs no body, so an unauthenticated
+ * or oversized request is answered without reading a byte of its body. */
+static enum MHD_Result on_headers(srv_server *s, struct MHD_Connection *c, const char *url, const char *method,
+                                  conn_req *cr) {
+    srv_api api = route_api(url);
+    bool path_known;
+    const struct route *rt = find_route(url, method, &path_known);
+    char msg[384];
+    cr->replied = true;
+    if (!rt) {
+        snprintf(msg, sizeof msg, path_known ? "%s is not allowed on %.200s" : "no route %s %.200s", method, url);
+        return send_error(s, c, api, path_known ? 405 : 404, msg);
+    }
+    /* the health check and the chat page are open (the page asks for the key and sends it itself) */
+    bool open = rt->id == R_HEALTH || rt->id == R_UI;
+    if (!open && !atomic_load(&s->ready)) return send_error(s, c, api, 503, "the model is still loading");
+    if (!open && !authorized(s, c))
+        return send_error(s, c, api, 401, "invalid or missing API key (send 'Authorization: Bearer KEY' or 'x-api-key')");
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
+        snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes", s->cfg.max_body);
+        return send_error(s, c, api, 413, msg);
+    }
+    cr->replied = false;
+    cr->id = rt->id;
+    cr->t0 = mono_s();
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     (void)version;
     srv_server *s = cls;
     conn_req *cr = *con_cls;
     if (!cr) {
-        /* first call: headers only. Refuse what needs no body to refuse. */
         if (!(cr = calloc(1, sizeof *cr))) return MHD_NO;
         *con_cls = cr;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes", s->cfg.max_body);
-            cr->too_big = true;
-            return send_error(s, c, route_api(url), 413, msg);
-        }
-        return MHD_YES;
+        return on_headers(s, c, url, method, cr);
+    }
+    if (cr->replied) { /* MHD does not read the body of an answered request; close if it ever asks */
+        *upload_size = 0;
+        return MHD_NO;
     }
     if (*upload_size) {
+        /* a body dribbled in slower than --timeout allows: drop the connection */
+        if (mono_s() - cr->t0 > s->cfg.timeout_s) return MHD_NO;
         if (cr->too_big || cr->len + *upload_size > s->cfg.max_body) {
             cr->too_big = true;
         } else {
@@ -191,27 +270,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    srv_api api = route_api(url);
-    const struct route *rt = NULL;
-    bool path_known = false;
-    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
-        if (strcmp(routes[i].path, url) != 0) continue;
-        path_known = true;
-        if (!strcmp(routes[i].method, method)) rt = &routes[i];
-    }
-    char msg[384];
-    if (!rt) {
-        snprintf(msg, sizeof msg, path_known ? "%s is not allowed on %.200s" : "no route %s %.200s", method, url);
-        return send_error(s, c, api, path_known ? 405 : 404, msg);
-    }
-    if (rt->id != R_HEALTH && !atomic_load(&s->ready)) return send_error(s, c, api, 503, "the model is still loading");
-    if (rt->id != R_HEALTH && !authorized(s, c))
-        return send_error(s, c, api, 401, "invalid or missing API key (send 'Authorization: Bearer KEY' or 'x-api-key')");
     if (cr->too_big) {
+        char msg[128];
         snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes", s->cfg.max_body);
-        return send_error(s, c, api, 413, msg);
+        return send_error(s, c, route_api(url), 413, msg);
     }
-    return dispatch(s, c, rt->id, cr);
+    return dispatch(s, c, cr->id, cr);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
@@ -259,29 +323,25 @@ static void pick_template(srv_server *s) {
             "(--chat-template picks another)\n", s->chat_template);
 }
 
-static struct MHD_Daemon *start_daemon(srv_server *s, int *port) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
-    char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", s->cfg.port);
-    int gai = getaddrinfo(s->cfg.host, portstr, &hints, &ai);
-    if (gai != 0) {
-        fprintf(stderr, "llm170 serve: cannot resolve --host %s: %s\n", s->cfg.host, gai_strerror(gai));
+/* The MHD daemon (no listener of its own: accept.c hands it connections) and the acceptor on a new
+ * listening socket. Returns the daemon, or NULL after saying why. */
+static struct MHD_Daemon *start_daemon(srv_server *s, srv_acceptor **acc, int *port) {
+    int lfd = srv_listen(s->cfg.host, s->cfg.port, port);
+    if (lfd < 0) return NULL;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    /* the inactivity timeout covers kept-alive idle connections and stalled bodies or readers; a handler
+     * waiting on its job is not inactive (MHD is inside the callback, not polling) */
+    struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED,
+                                            on_completed, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_conns,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.timeout_s, MHD_OPTION_END);
+    srv_accept_params ap = {.timeout_s = s->cfg.timeout_s, .max_pending = s->cfg.max_conns, .max_body = s->cfg.max_body};
+    if (!d || !(*acc = srv_acceptor_start(lfd, d, &s->mt, &ap))) {
+        fprintf(stderr, "llm170 serve: cannot start the HTTP daemon\n");
+        if (d) MHD_stop_daemon(d);
+        close(lfd);
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)s->cfg.port, NULL, NULL, on_request, s,
-                                            MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-                                            s, MHD_OPTION_CONNECTION_LIMIT, 512u, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
-                                            MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!d) {
-        fprintf(stderr, "llm170 serve: cannot listen on %s:%d (in use, or not an address of this host)\n", s->cfg.host,
-                s->cfg.port);
-        return NULL;
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    *port = di ? di->port : s->cfg.port;
     return d;
 }
 
@@ -303,7 +363,8 @@ int srv_serve(const srv_config *cfg) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     int rc = 1, port = 0;
-    struct MHD_Daemon *d = start_daemon(s, &port);
+    srv_acceptor *acc = NULL;
+    struct MHD_Daemon *d = start_daemon(s, &acc, &port);
     if (!d) goto out;
     bool v6 = strchr(cfg->host, ':') != NULL;
     fprintf(stderr, "llm170 serve: listening on http://%s%s%s:%d (loading %s)\n", v6 ? "[" : "", cfg->host, v6 ? "]" : "",
@@ -336,6 +397,7 @@ out:
      * listener (which joins the connection threads), then free what they used */
     atomic_store(&s->ready, false);
     srv_sched_stop(s->sched);
+    srv_acceptor_stop(acc);
     if (d) MHD_stop_daemon(d);
     srv_sched_free(s->sched);
     llm170_context_free(s->ctx);

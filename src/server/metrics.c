@@ -25,6 +25,12 @@ void srv_metrics_request(srv_metrics *m, int status) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void srv_metrics_abandoned(srv_metrics *m) {
+    pthread_mutex_lock(&m->mu);
+    m->abandoned++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void srv_metrics_ttft(srv_metrics *m, double s) {
     pthread_mutex_lock(&m->mu);
     m->ttft_sum += s;
@@ -35,7 +41,7 @@ void srv_metrics_ttft(srv_metrics *m, double s) {
 }
 
 char *srv_metrics_text(srv_metrics *m, size_t *len) {
-    size_t cap = 4096;
+    size_t cap = 8192;
     char *b = malloc(cap);
     if (!b) return NULL;
     pthread_mutex_lock(&m->mu);
@@ -48,12 +54,18 @@ char *srv_metrics_text(srv_metrics *m, size_t *len) {
         "# TYPE llm170_requests_rejected_total counter\nllm170_requests_rejected_total %llu\n"
         "# HELP llm170_requests_cancelled_total Generations stopped because the client went away.\n"
         "# TYPE llm170_requests_cancelled_total counter\nllm170_requests_cancelled_total %llu\n"
+        "# HELP llm170_requests_abandoned_total Requests whose client left before a whole answer was sent.\n"
+        "# TYPE llm170_requests_abandoned_total counter\nllm170_requests_abandoned_total %llu\n"
         "# HELP llm170_prompt_tokens_total Prompt tokens received.\n"
         "# TYPE llm170_prompt_tokens_total counter\nllm170_prompt_tokens_total %llu\n"
         "# HELP llm170_prompt_tokens_cached_total Prompt tokens reused from a slot's cache (not decoded).\n"
         "# TYPE llm170_prompt_tokens_cached_total counter\nllm170_prompt_tokens_cached_total %llu\n"
         "# HELP llm170_generated_tokens_total Tokens generated.\n"
         "# TYPE llm170_generated_tokens_total counter\nllm170_generated_tokens_total %llu\n"
+        "# HELP llm170_constrained_tokens_total Tokens drawn under a JSON constraint.\n"
+        "# TYPE llm170_constrained_tokens_total counter\nllm170_constrained_tokens_total %llu\n"
+        "# HELP llm170_constrained_masks_total Constrained tokens whose first draw was refused (the vocabulary mask was built).\n"
+        "# TYPE llm170_constrained_masks_total counter\nllm170_constrained_masks_total %llu\n"
         "# HELP llm170_decode_steps_total Batched forward passes.\n"
         "# TYPE llm170_decode_steps_total counter\nllm170_decode_steps_total %llu\n"
         "# HELP llm170_decode_seconds_total Time inside batched forward passes.\n"
@@ -69,8 +81,9 @@ char *srv_metrics_text(srv_metrics *m, size_t *len) {
         "# HELP llm170_time_to_first_token_seconds Time from request to its first generated token.\n"
         "# TYPE llm170_time_to_first_token_seconds histogram\n",
         (unsigned long long)m->req_2xx, (unsigned long long)m->req_4xx, (unsigned long long)m->req_5xx,
-        (unsigned long long)m->rejected_429, (unsigned long long)m->cancelled, (unsigned long long)m->prompt_tokens,
-        (unsigned long long)m->cached_tokens, (unsigned long long)m->gen_tokens, (unsigned long long)m->steps,
+        (unsigned long long)m->rejected_429, (unsigned long long)m->cancelled, (unsigned long long)m->abandoned, (unsigned long long)m->prompt_tokens,
+        (unsigned long long)m->cached_tokens, (unsigned long long)m->gen_tokens, (unsigned long long)m->jc_tokens,
+        (unsigned long long)m->jc_masks, (unsigned long long)m->steps,
         m->decode_seconds, m->last_step_tps, m->queue_len, m->slots_busy, m->n_slots);
     for (int i = 0; i < 8 && n > 0 && (size_t)n < cap; i++)
         n += snprintf(b + n, cap - (size_t)n, "llm170_time_to_first_token_seconds_bucket{le=\"%g\"} %llu\n",

@@ -10,8 +10,9 @@
 
 typedef struct srv_metrics {
     pthread_mutex_t mu;
-    uint64_t req_2xx, req_4xx, req_5xx, rejected_429, cancelled;
+    uint64_t req_2xx, req_4xx, req_5xx, rejected_429, cancelled, abandoned;
     uint64_t prompt_tokens, cached_tokens, gen_tokens, steps;
+    uint64_t jc_tokens, jc_masks;  /* constrained tokens drawn; of those, how many needed the full mask */
     double decode_seconds;       /* wall time inside llm170_decode */
     double ttft_sum;             /* seconds from submit to first token, summed over jobs that got one */
     uint64_t ttft_count;
@@ -23,6 +24,8 @@ typedef struct srv_metrics {
 void srv_metrics_init(srv_metrics *m, int n_slots);
 void srv_metrics_destroy(srv_metrics *m);
 void srv_metrics_request(srv_metrics *m, int status);
+/* A request whose client left before its answer (not a client error: counted apart from the 4xx). */
+void srv_metrics_abandoned(srv_metrics *m);
 void srv_metrics_ttft(srv_metrics *m, double seconds);
 /* The Prometheus text (malloc'd; caller frees). */
 char *srv_metrics_text(srv_metrics *m, size_t *len);

@@ -100,6 +100,7 @@ static int norm_message(const json_t *m, size_t i, bool anthropic, json_t *out_a
         return srv_fail(e, 400, "messages", "%s.role must be %s, got \"%s\"", where,
                         anthropic ? "\"user\" or \"assistant\"" : "system, developer, user, assistant or tool", role);
     json_t *c = json_object_get(m, "content"), *text = NULL;
+    if (anthropic && json_is_array(c)) return srv_norm_anthropic_blocks(c, where, role, out_arr, e);
     if (json_is_string(c)) text = json_incref(c);
     else if (json_is_array(c)) {
         if (join_parts(c, where, &text, e)) return -1;
@@ -116,7 +117,7 @@ static int norm_message(const json_t *m, size_t i, bool anthropic, json_t *out_a
     json_object_set_new(copy, "role", json_string(strcmp(role, "developer") ? role : "system"));
     json_object_set_new(copy, "content", text);
     json_array_append_new(out_arr, copy);
-    return 0;
+    return srv_norm_tool_calls(copy, where, e);
 }
 
 static int parse_messages(const json_t *o, srv_params *p, srv_err *e) {
@@ -141,11 +142,7 @@ static int parse_messages(const json_t *o, srv_params *p, srv_err *e) {
         if (norm_message(json_array_get(msgs, i), i, anthropic, arr, e)) goto fail;
     p->messages = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
-    json_t *tools = json_object_get(o, "tools");
-    if (tools && !json_is_null(tools)) {
-        if (!json_is_array(tools)) return srv_fail(e, 400, "tools", "'tools' must be an array, got %s", srv_json_type(tools));
-        p->tools = json_dumps(tools, JSON_COMPACT);
-    }
+    if (srv_parse_tools(o, p, e)) return -1;
     json_t *kw = json_object_get(o, "chat_template_kwargs");
     if (kw && !json_is_null(kw)) {
         bool think = true;
@@ -161,6 +158,29 @@ static int parse_messages(const json_t *o, srv_params *p, srv_err *e) {
 fail:
     json_decref(arr);
     return -1;
+}
+
+/* response_format (OpenAI: {"type": "text" | "json_object" | "json_schema", "json_schema": {"name",
+ * "schema", "strict"}}) and llama-server's "json_schema" (a schema, top level): compiled into p->schema. */
+static int parse_response_format(const json_t *o, srv_params *p, srv_err *e) {
+    const json_t *rf = json_object_get(o, "response_format"), *js = json_object_get(o, "json_schema");
+    if (js && !json_is_null(js)) {
+        if (!json_is_object(js)) return srv_fail(e, 400, "json_schema", "'json_schema' must be a schema object");
+        return srv_jc_compile(js, &p->schema, e);
+    }
+    if (!rf || json_is_null(rf)) return 0;
+    const char *type = json_string_value(json_object_get(rf, "type"));
+    if (!json_is_object(rf) || !type)
+        return srv_fail(e, 400, "response_format", "'response_format' must be an object with a 'type'");
+    if (!strcmp(type, "text")) return 0;
+    if (!strcmp(type, "json_object")) return srv_jc_compile(NULL, &p->schema, e);
+    if (strcmp(type, "json_schema") != 0)
+        return srv_fail(e, 400, "response_format", "response_format.type must be text, json_object or json_schema, got %.32s",
+                        type);
+    const json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+    if (!json_is_object(schema))
+        return srv_fail(e, 400, "response_format", "response_format.json_schema.schema must be a schema object");
+    return srv_jc_compile(schema, &p->schema, e);
 }
 
 /* completions' prompt: a string, a one-element array of a string, or an array of token ids. */
@@ -250,7 +270,7 @@ int srv_parse_request(srv_api api, const char *body, size_t len, srv_params *p, 
         /* max_completion_tokens is the newer name of max_tokens in chat */
         if (srv_json_int(o, "max_tokens", 1, SRV_MAX_TOKENS_CAP, &max_tokens, e) ||
             srv_json_int(o, "max_completion_tokens", 1, SRV_MAX_TOKENS_CAP, &max_tokens, e) ||
-            parse_stop(o, "stop", p, e) || parse_logprobs(o, p, e))
+            parse_stop(o, "stop", p, e) || parse_logprobs(o, p, e) || parse_response_format(o, p, e))
             goto done;
         json_t *so = json_object_get(o, "stream_options");
         if (so && !json_is_null(so)) {
@@ -276,5 +296,8 @@ void srv_params_free(srv_params *p) {
     free(p->prompt_ids);
     free(p->messages);
     free(p->tools);
+    free(p->tool_name);
+    free(p->prefill);
+    srv_jc_schema_free(p->schema);
     memset(p, 0, sizeof *p);
 }

@@ -15,6 +15,7 @@
 
 #include "llm170.h"
 #include "server/json.h"
+#include "server/jsonc.h"
 
 typedef enum srv_api { SRV_API_CHAT, SRV_API_COMPLETION, SRV_API_MESSAGES, SRV_API_COUNT_TOKENS } srv_api;
 
@@ -22,6 +23,8 @@ typedef enum srv_api { SRV_API_CHAT, SRV_API_COMPLETION, SRV_API_MESSAGES, SRV_A
 #define SRV_MAX_STOP_LEN 256   /* bytes per stop string: they are searched after every token */
 #define SRV_MAX_TOP_LOGPROBS 20
 #define SRV_MAX_TOKENS_CAP 1000000 /* beyond this max_tokens is absurd for any context */
+
+enum { SRV_TOOLS_AUTO, SRV_TOOLS_NONE, SRV_TOOLS_REQUIRED, SRV_TOOLS_NAMED };
 
 typedef struct srv_params {
     srv_api api;
@@ -39,12 +42,27 @@ typedef struct srv_params {
     int32_t *prompt_ids;      /* completions: token ids */
     size_t n_prompt_ids;
     char *messages;           /* chat / messages: a JSON array for the chat template */
-    char *tools;              /* chat: JSON array or NULL */
+    char *tools;              /* JSON array in OpenAI's shape (Anthropic's converted), or NULL */
+    int tool_choice;          /* SRV_TOOLS_* */
+    char *tool_name;          /* SRV_TOOLS_NAMED: the function */
     int enable_thinking;      /* -1: the template's default */
+    srv_jc_schema *schema;    /* response_format json_object / json_schema (or a forced tool call, set by the
+                                 routes): the reply is constrained to it (see jsonc.h); NULL: free text */
+    char *prefill;            /* set by the routes: text appended after the generation prompt (a forced
+                                 tool call's opening), part of the reply though the model did not write it */
 } srv_params;
 
 /* Parses body (len bytes) for api. Returns 0, or -1 with e filled (status 400). */
 int srv_parse_request(srv_api api, const char *body, size_t len, srv_params *p, srv_err *e);
 void srv_params_free(srv_params *p);
+
+/* ---- request_tools.c (used by request.c) ---- */
+/* tools and tool_choice of either API into p->tools (OpenAI shape), p->tool_choice, p->tool_name. */
+int srv_parse_tools(const json_t *o, srv_params *p, srv_err *e);
+/* An OpenAI assistant message's tool_calls: checked, arguments made objects (for the template). */
+int srv_norm_tool_calls(json_t *msg, const char *where, srv_err *e);
+/* An Anthropic message's content blocks (text, tool_use, tool_result) as template messages appended to
+ * out_arr: a "tool" message per tool_result, then the message itself (text, tool_calls). */
+int srv_norm_anthropic_blocks(const json_t *blocks, const char *where, const char *role, json_t *out_arr, srv_err *e);
 
 #endif

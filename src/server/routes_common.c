@@ -29,13 +29,58 @@ void srv_reply_error(srv_reply *r, srv_api api, const srv_err *e) {
 }
 
 int srv_check_model(const srv_server *s, const char *model, srv_err *e) {
-    if (!model || !strcmp(model, s->model_id) || !strcmp(model, s->file_base) || !strcmp(model, s->cfg.model_path))
+    if (!model || !s->cfg.strict_model || !strcmp(model, s->model_id) || !strcmp(model, s->file_base) || !strcmp(model, s->cfg.model_path))
         return 0;
     return srv_fail(e, 404, "model", "The model '%s' does not exist; this server serves '%s' (GET /v1/models)", model,
                     s->model_id);
 }
 
-int srv_prompt_tokens(srv_server *s, const srv_params *p, int32_t **ids, int *n, srv_err *e) {
+/* The chat prompt: the template on the messages, with the tools unless tool_choice is "none". A template
+ * that ignores tools (its text is the same without them) is a 400, never a silent drop. A forced call
+ * (tool_choice "required" or a name) is written in the template's own format: where the tools prompt shows
+ * Hermes tags, "<tool_call>\n" goes after the generation prompt (p->prefill); then the call's JSON
+ * {"name", "arguments"} is constrained to the tools' names and (for one tool) its parameters' schema. */
+static int render_prompt(srv_server *s, srv_params *p, char **text, size_t *len, srv_err *e) {
+    const char *tools = p->tool_choice == SRV_TOOLS_NONE ? NULL : p->tools;
+    if (llm170_chat_render(s->m, p->messages, tools, true, p->enable_thinking, s->chat_template, text, len))
+        return srv_fail(e, 400, "messages", "the chat template failed on these messages: %s", llm170_last_error());
+    if (!tools) return 0;
+    char *plain = NULL;
+    size_t plen = 0;
+    int rc = llm170_chat_render(s->m, p->messages, NULL, true, p->enable_thinking, s->chat_template, &plain, &plen);
+    bool same = rc == 0 && plen == *len && !memcmp(plain, *text, plen);
+    free(plain);
+    if (same) {
+        free(*text);
+        *text = NULL;
+        return srv_fail(e, 400, "tools", "this model's chat template does not render tools, so it cannot call them "
+                        "(start the server with a --chat-template that does, or send no tools)");
+    }
+    if (p->tool_choice == SRV_TOOLS_AUTO) return 0;
+    if (p->schema) {
+        free(*text);
+        *text = NULL;
+        return srv_fail(e, 400, "tool_choice", "a forced tool call and response_format together are not supported");
+    }
+    if (srv_jc_tool_call_schema(p->tools, p->tool_choice == SRV_TOOLS_NAMED ? p->tool_name : NULL, &p->schema, e)) {
+        free(*text);
+        *text = NULL;
+        return -1;
+    }
+    const char *pre = strstr(*text, "<tool_call>") ? "<tool_call>\n" : "";
+    char *t = realloc(*text, *len + strlen(pre) + 1);
+    if (!t || !(p->prefill = strdup(pre))) {
+        free(t ? t : *text);
+        *text = NULL;
+        return srv_fail(e, 400, NULL, "out of memory");
+    }
+    memcpy(t + *len, pre, strlen(pre) + 1);
+    *len += strlen(pre);
+    *text = t;
+    return 0;
+}
+
+int srv_prompt_tokens(srv_server *s, srv_params *p, int32_t **ids, int *n, srv_err *e) {
     *ids = NULL;
     *n = 0;
     size_t nt = 0;
@@ -43,8 +88,7 @@ int srv_prompt_tokens(srv_server *s, const srv_params *p, int32_t **ids, int *n,
     if (p->messages) {
         char *text;
         size_t len;
-        if (llm170_chat_render(s->m, p->messages, p->tools, true, p->enable_thinking, s->chat_template, &text, &len))
-            return srv_fail(e, 400, "messages", "the chat template failed on these messages: %s", llm170_last_error());
+        if (render_prompt(s, p, &text, &len, e)) return -1;
         /* the template writes the BOS token itself where the model wants one */
         int rc = llm170_tokenize(s->m, text, len, false, true, &t, &nt);
         free(text);
@@ -68,7 +112,7 @@ int srv_prompt_tokens(srv_server *s, const srv_params *p, int32_t **ids, int *n,
     return 0;
 }
 
-int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, srv_job **out, srv_err *e) {
+int srv_submit(srv_server *s, srv_params *p, const int32_t *ids, int n, srv_job **out, srv_err *e) {
     *out = NULL;
     const char *param = p->messages ? "messages" : "prompt";
     if (n == 0) return srv_fail(e, 400, param, "the prompt is empty (0 tokens)");
@@ -79,7 +123,7 @@ int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, sr
     if (p->max_tokens > s->cfg.n_ctx)
         return srv_fail(e, 400, "max_tokens", "max_tokens = %lld exceeds the context size %d", p->max_tokens, s->cfg.n_ctx);
     srv_gen g = {.max_tokens = p->max_tokens > 0 ? (int)p->max_tokens : s->cfg.n_ctx, .sp = p->sp,
-                 .n_probs = p->n_probs, .ignore_eos = p->ignore_eos};
+                 .n_probs = p->n_probs, .ignore_eos = p->ignore_eos, .schema = p->schema};
     if (!p->seed_given) {
         uint64_t seed = (uint64_t)time(NULL);
         if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) seed ^= (uint64_t)clock();
@@ -90,6 +134,7 @@ int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, sr
         for (int i = 0; g.stop && i < p->n_stop; i++) g.stop[g.n_stop++] = strdup(p->stop[i]);
     }
     srv_job *j = srv_job_new(ids, n, &g);
+    if (j) p->schema = NULL; /* the job owns it now */
     for (int i = 0; i < g.n_stop; i++) free(g.stop[i]);
     free(g.stop);
     if (!j) return srv_fail(e, 400, NULL, "out of memory");
@@ -102,11 +147,15 @@ int srv_submit(srv_server *s, const srv_params *p, const int32_t *ids, int n, sr
     return 0;
 }
 
-bool srv_client_gone(int fd) {
-    if (fd < 0) return false;
+int srv_peer_state(int fd) {
+    if (fd < 0) return SRV_PEER_OK;
     struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
-    return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+    if (poll(&pf, 1, 0) <= 0) return SRV_PEER_OK;
+    if (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) return SRV_PEER_GONE;
+    return pf.revents & POLLRDHUP ? SRV_PEER_HALF : SRV_PEER_OK;
 }
+
+bool srv_client_gone(int fd) { return srv_peer_state(fd) == SRV_PEER_GONE; }
 
 int srv_collect(srv_job *j, int fd, char **text, size_t *len, srv_lp **lp, int *n_lp, srv_delta *fin) {
     srv_cursor cur = {0};
@@ -155,6 +204,15 @@ int srv_collect(srv_job *j, int fd, char **text, size_t *len, srv_lp **lp, int *
     }
 }
 
+void srv_reply_unfinished(srv_reply *r, srv_api api, const srv_delta *fin, int fd) {
+    srv_err e;
+    bool gone = srv_client_gone(fd);
+    if (fin->finish == SRV_FIN_ERROR) srv_fail(&e, 500, NULL, "generation failed: %s", fin->err);
+    else srv_fail(&e, gone ? 400 : 503, NULL, "the request was cancelled before it finished");
+    srv_reply_error(r, api, &e);
+    r->abandoned = gone && fin->finish != SRV_FIN_ERROR;
+}
+
 srv_stream *srv_stream_new(srv_server *s, srv_job *j, const srv_params *p, const char *id_prefix, int fd,
                            srv_format_fn format) {
     srv_stream *st = calloc(1, sizeof *st);
@@ -170,6 +228,13 @@ srv_stream *srv_stream_new(srv_server *s, srv_job *j, const srv_params *p, const
     st->include_usage = p->include_usage;
     st->n_probs = p->n_probs;
     for (int i = 0; i < p->n_stop; i++) st->stop[st->n_stop++] = strdup(p->stop[i]);
+    st->block = -1;
+    if ((st->tools_on = srv_tools_on(p))) {
+        srv_tool_names_from_json(p->tools, &st->names);
+        srv_tool_stream_init(&st->ts, &st->names);
+        /* a forced call's opening is part of the reply: the parser sees it first (it only opens a call) */
+        if (p->prefill) srv_tool_stream_push(&st->ts, p->prefill, strlen(p->prefill), false, NULL, NULL, NULL);
+    }
     return st;
 }
 
@@ -181,6 +246,8 @@ void srv_stream_free(srv_stream *st) {
     free(st->buf);
     free(st->model);
     for (int i = 0; i < st->n_stop; i++) free(st->stop[i]);
+    srv_tool_stream_free(&st->ts);
+    srv_tool_names_free(&st->names);
     free(st);
 }
 
@@ -228,6 +295,34 @@ json_t *srv_token_bytes(const srv_server *s, int32_t tok) {
     for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer((unsigned char)t[i]));
     free(t);
     return a;
+}
+
+bool srv_tools_on(const srv_params *p) { return p->tools && p->tool_choice != SRV_TOOLS_NONE; }
+
+int srv_reply_tools(const srv_params *p, const char *text, size_t len, const char *id_prefix, char **content,
+                    srv_tool_call **calls, int *n_calls) {
+    *calls = NULL;
+    *n_calls = 0;
+    if (!srv_tools_on(p)) {
+        *content = malloc(len + 1);
+        if (!*content) return -1;
+        memcpy(*content, text, len);
+        (*content)[len] = 0;
+        return 0;
+    }
+    size_t pl = p->prefill ? strlen(p->prefill) : 0;
+    char *full = malloc(pl + len + 1);
+    if (!full) return -1;
+    memcpy(full, p->prefill ? p->prefill : "", pl);
+    memcpy(full + pl, text, len);
+    full[pl + len] = 0;
+    srv_tool_names names;
+    srv_tool_names_from_json(p->tools, &names);
+    int rc = srv_tools_parse(full, pl + len, &names, content, calls, n_calls);
+    srv_tool_names_free(&names);
+    free(full);
+    for (int i = 0; rc == 0 && i < *n_calls; i++) srv_make_id((*calls)[i].id, sizeof (*calls)[i].id, id_prefix);
+    return rc;
 }
 
 void srv_make_id(char *out, size_t cap, const char *prefix) {

@@ -53,8 +53,34 @@ static json_t *chunk_base(const srv_stream *st, const char *object) {
                      st->model, "system_fingerprint", "llm170");
 }
 
+static void chat_chunk(srv_stream *st, json_t *delta) {
+    json_t *c = chunk_base(st, "chat.completion.chunk");
+    json_object_set_new(c, "choices", json_pack("[{s:i,s:o,s:n,s:n}]", "index", 0, "delta", delta, "logprobs",
+                                                "finish_reason"));
+    srv_stream_event(st, NULL, c);
+}
+
+static void chat_text(void *ctx, const char *text, size_t len) {
+    chat_chunk(ctx, json_pack("{s:o}", "content", srv_json_text(text, len)));
+}
+
+/* A tool call as the SDKs assemble it: a first delta with its index, id, type and name (arguments ""),
+ * then the arguments as deltas appended to it. */
+static void chat_call(void *ctx, srv_tool_call *call) {
+    srv_stream *st = ctx;
+    srv_make_id(call->id, sizeof call->id, "call_");
+    chat_chunk(st, json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls", "index", st->n_calls, "id", call->id,
+                             "type", "function", "function", "name", call->name, "arguments", ""));
+    chat_chunk(st, json_pack("{s:[{s:i,s:{s:s}}]}", "tool_calls", "index", st->n_calls, "function", "arguments",
+                             call->arguments));
+    st->n_calls++;
+    srv_tool_call_free(call);
+}
+
 static void format_chat(srv_stream *st, const srv_delta *d) {
-    if (d->len || d->n_lp) {
+    if (st->tools_on) {
+        srv_tool_stream_push(&st->ts, d->text ? d->text : "", d->len, d->finish != SRV_RUNNING, chat_text, chat_call, st);
+    } else if (d->len || d->n_lp) {
         json_t *c = chunk_base(st, "chat.completion.chunk");
         json_t *choice = json_pack("{s:i,s:{s:o},s:o,s:n}", "index", 0, "delta", "content", srv_json_text(d->text, d->len),
                                    "logprobs", st->n_probs >= 0 ? chat_logprobs(st->srv, d->lp, d->n_lp) : json_null(),
@@ -76,7 +102,7 @@ static void format_chat(srv_stream *st, const srv_delta *d) {
     } else {
         json_t *c = chunk_base(st, "chat.completion.chunk");
         json_object_set_new(c, "choices", json_pack("[{s:i,s:{},s:n,s:s}]", "index", 0, "delta", "logprobs",
-                                                    "finish_reason", finish_reason(d->finish)));
+                                                    "finish_reason", st->n_calls ? "tool_calls" : finish_reason(d->finish)));
         srv_stream_event(st, NULL, c);
         if (st->include_usage) {
             c = chunk_base(st, "chat.completion.chunk");
@@ -131,11 +157,7 @@ static void reply_whole(srv_server *s, const srv_params *p, srv_job *j, int fd, 
     bool chat = p->api == SRV_API_CHAT;
     if (srv_collect(j, fd, &text, &len, &lp, &n_lp, &fin) || fin.finish == SRV_FIN_ERROR ||
         fin.finish == SRV_FIN_CANCELLED) {
-        srv_err e;
-        if (fin.finish == SRV_FIN_ERROR) srv_fail(&e, 500, NULL, "generation failed: %s", fin.err);
-        else srv_fail(&e, fin.finish == SRV_FIN_CANCELLED && !srv_client_gone(fd) ? 503 : 400, NULL,
-                      "the request was cancelled before it finished");
-        srv_reply_error(r, p->api, &e);
+        srv_reply_unfinished(r, p->api, &fin, fd);
         free(text);
         free(lp);
         return;
@@ -143,11 +165,29 @@ static void reply_whole(srv_server *s, const srv_params *p, srv_job *j, int fd, 
     char id[48];
     srv_make_id(id, sizeof id, chat ? "chatcmpl-" : "cmpl-");
     json_t *choice;
+    char *content = NULL;
+    srv_tool_call *calls = NULL;
+    int n_calls = 0;
     if (chat) {
-        choice = json_pack("{s:i,s:{s:s,s:o},s:o,s:s}", "index", 0, "message", "role", "assistant", "content",
-                           srv_json_text(text, len), "logprobs",
+        if (srv_reply_tools(p, text, len, "call_", &content, &calls, &n_calls)) n_calls = 0; /* out of memory */
+        json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content",
+                                n_calls && !content[0] ? json_null()
+                                : content              ? srv_json_text(content, strlen(content))
+                                                       : srv_json_text(text, len));
+        if (n_calls) {
+            json_t *tc = json_array();
+            for (int i = 0; i < n_calls; i++) {
+                json_array_append_new(tc, json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", calls[i].id, "type", "function",
+                                                    "function", "name", calls[i].name, "arguments", calls[i].arguments));
+                srv_tool_call_free(&calls[i]);
+            }
+            json_object_set_new(msg, "tool_calls", tc);
+        }
+        choice = json_pack("{s:i,s:o,s:o,s:s}", "index", 0, "message", msg, "logprobs",
                            p->n_probs >= 0 ? chat_logprobs(s, lp, n_lp) : json_null(), "finish_reason",
-                           finish_reason(fin.finish));
+                           n_calls ? "tool_calls" : finish_reason(fin.finish));
+        free(calls);
+        free(content);
     } else {
         size_t off = 0;
         choice = json_pack("{s:o,s:i,s:o,s:s}", "text", srv_json_text(text, len), "index", 0, "logprobs",

@@ -51,6 +51,9 @@ typedef struct slot {
     size_t gen_len, gen_cap, emitted;
     int row;                /* this step's logits row, or -1 */
     bool first_token_seen;
+    srv_jc_state jc;        /* constrained jobs: the JSON so far */
+    uint8_t *allowed;       /* constrained jobs: the mask (n_vocab), and the masked logits */
+    float *masked;
 } slot;
 
 struct srv_sched {
@@ -69,6 +72,7 @@ struct srv_sched {
     uint64_t next_order;
     slot *slots;
     int n_vocab;
+    srv_jc_vocab *vocab;    /* token texts for constrained decoding, built at the first such job */
 };
 
 /* ---- jobs ---- */
@@ -86,6 +90,7 @@ srv_job *srv_job_new(const int32_t *prompt, int n_prompt, srv_gen *g) {
     j->g = *g;
     g->stop = NULL;
     g->n_stop = 0;
+    g->schema = NULL;
     atomic_init(&j->refs, 1);
     atomic_init(&j->cancel, false);
     pthread_mutex_init(&j->mu, NULL);
@@ -98,6 +103,7 @@ void srv_job_release(srv_job *j) {
     if (!j || atomic_fetch_sub(&j->refs, 1) != 1) return;
     for (int i = 0; i < j->g.n_stop; i++) free(j->g.stop[i]);
     free(j->g.stop);
+    srv_jc_schema_free(j->g.schema);
     free(j->prompt);
     free(j->text);
     free(j->lp);
@@ -244,6 +250,13 @@ static int slot_start(srv_sched *s, int i) {
     sl->first_token_seen = false;
     j->n_cached = reuse;
     if (llm170_sampler_new(s->m, &j->g.sp, &sl->smp) || llm170_detok_new(s->m, false, &sl->detok)) return -1;
+    if (j->g.schema) {
+        if (!s->vocab && srv_jc_vocab_new(s->m, &s->vocab)) return -1;
+        if (!sl->allowed) sl->allowed = malloc((size_t)s->n_vocab);
+        if (!sl->masked) sl->masked = malloc(sizeof(float) * (size_t)s->n_vocab);
+        if (!sl->allowed || !sl->masked) return -1;
+        srv_jc_init(&sl->jc, j->g.schema);
+    }
     /* the penalties see the whole prompt, as llama-server's sampler does */
     for (int t = 0; t < j->n_prompt; t++) llm170_sampler_accept(sl->smp, j->prompt[t]);
     pthread_mutex_lock(&s->mt->mu);
@@ -308,12 +321,47 @@ static int slot_text(srv_sched *s, int i, const char *bytes, size_t n, const srv
     return 0;
 }
 
+/* A constrained job's next token: the usual draw if the automaton takes it, else a draw from the masked
+ * logits. budget: tokens that may still be generated, this one included. -1: no token can continue. */
+static int32_t pick_constrained(srv_sched *s, slot *sl, const float *l, int budget) {
+    int32_t tok = llm170_sample(sl->smp, l);
+    bool ok = srv_jc_token_ok(&sl->jc, s->vocab, budget, tok);
+    pthread_mutex_lock(&s->mt->mu);
+    s->mt->jc_tokens++;
+    s->mt->jc_masks += !ok;
+    pthread_mutex_unlock(&s->mt->mu);
+    if (ok) return tok;
+    if (srv_jc_mask(&sl->jc, s->vocab, budget, sl->allowed) == 0) return -1;
+    for (int v = 0; v < s->n_vocab; v++) sl->masked[v] = sl->allowed[v] ? l[v] : -INFINITY;
+    tok = llm170_sample(sl->smp, sl->masked);
+    if (tok >= 0 && tok < s->n_vocab && sl->allowed[tok]) return tok;
+    int best = -1; /* a sampler that ignored the mask (it never should): the most likely allowed token */
+    for (int v = 0; v < s->n_vocab; v++)
+        if (sl->allowed[v] && (best < 0 || l[v] > l[best])) best = v;
+    return best;
+}
+
 /* Samples slot i's next token from its logits row and decides whether the job goes on. */
 static void slot_generate(srv_sched *s, int i) {
     slot *sl = &s->slots[i];
     srv_job *j = sl->job;
     const float *l = llm170_logits(s->ctx, sl->row);
-    int32_t tok = llm170_sample(sl->smp, l);
+    int n_gen;
+    pthread_mutex_lock(&j->mu);
+    n_gen = j->n_gen;
+    pthread_mutex_unlock(&j->mu);
+    int32_t tok;
+    if (j->g.schema) {
+        int by_len = j->g.max_tokens - n_gen, by_ctx = s->p.n_ctx - llm170_seq_len(s->ctx, i) + 1;
+        tok = pick_constrained(s, sl, l, by_len < by_ctx ? by_len : by_ctx);
+        if (tok < 0) {
+            slot_end(s, i, SRV_FIN_ERROR, -1, "no token of the vocabulary can continue the JSON");
+            return;
+        }
+        srv_jc_feed(&sl->jc, s->vocab->blob + s->vocab->off[tok], s->vocab->len[tok]);
+    } else {
+        tok = llm170_sample(sl->smp, l);
+    }
     llm170_sampler_accept(sl->smp, tok);
     if (!sl->first_token_seen) {
         sl->first_token_seen = true;
@@ -322,10 +370,6 @@ static void slot_generate(srv_sched *s, int i) {
     pthread_mutex_lock(&s->mt->mu);
     s->mt->gen_tokens++;
     pthread_mutex_unlock(&s->mt->mu);
-    int n_gen;
-    pthread_mutex_lock(&j->mu);
-    n_gen = j->n_gen;
-    pthread_mutex_unlock(&j->mu);
     const char *out;
     size_t n = 0;
     if (!j->g.ignore_eos && llm170_token_is_eog(s->m, tok)) {
@@ -342,10 +386,16 @@ static void slot_generate(srv_sched *s, int i) {
         /* the last token's bytes, then whatever the detokenizer still holds */
         if (slot_text(s, i, out, n, j->g.n_probs >= 0 ? &lp : NULL, n_gen, false)) return;
         llm170_detok_flush(sl->detok, &out, &n);
-        if (!slot_text(s, i, out, n, NULL, n_gen, true)) slot_end(s, i, SRV_FIN_LENGTH, -1, NULL);
+        bool closed = j->g.schema && srv_jc_done(&sl->jc); /* the JSON closed on the last token: a whole reply */
+        if (!slot_text(s, i, out, n, NULL, n_gen, true)) slot_end(s, i, closed ? SRV_FIN_EOG : SRV_FIN_LENGTH, -1, NULL);
         return;
     }
     if (slot_text(s, i, out, n, j->g.n_probs >= 0 ? &lp : NULL, n_gen, false)) return;
+    if (j->g.schema && srv_jc_done(&sl->jc)) { /* the JSON value is closed: the reply is complete */
+        llm170_detok_flush(sl->detok, &out, &n);
+        if (!slot_text(s, i, out, n, NULL, n_gen, true)) slot_end(s, i, SRV_FIN_EOG, -1, NULL);
+        return;
+    }
     sl->pending = tok;
 }
 
@@ -523,7 +573,11 @@ void srv_sched_stop(srv_sched *s) {
 void srv_sched_free(srv_sched *s) {
     if (!s) return;
     srv_sched_stop(s);
-    for (int i = 0; i < s->p.n_slots; i++) free(s->slots[i].cache), free(s->slots[i].ckpt);
+    for (int i = 0; i < s->p.n_slots; i++) {
+        slot *sl = &s->slots[i];
+        free(sl->cache), free(sl->ckpt), free(sl->allowed), free(sl->masked);
+    }
+    srv_jc_vocab_free(s->vocab);
     free(s->slots);
     free(s->queue);
     pthread_mutex_destroy(&s->mu);

@@ -14,6 +14,9 @@
  * A slot that is not reused is llm170_seq_reset (KV and GDN state zeroed) before the next job.
  * Cancellation: a job flagged by srv_job_cancel (client gone) is finished at the start of the next step
  * and its slot reset and freed.
+ * Constrained jobs (g.schema): each token is drawn as usual and kept if the JSON automaton takes it; else
+ * the logits are masked to the tokens it takes (and that leave room to close the value within the budget)
+ * and the token drawn again (jsonc.h says why this is exact for greedy and plain temperature sampling).
  * Output: text comes out of the streaming detokenizer (whole UTF-8 characters only) and is held back
  * while it could be the start of a stop string, so no part of a stop string is ever emitted.
  *
@@ -27,6 +30,7 @@
 #include <stdint.h>
 
 #include "llm170.h"
+#include "server/jsonc.h"
 #include "server/metrics.h"
 
 enum srv_finish {
@@ -56,6 +60,8 @@ typedef struct srv_gen {
     int n_stop;
     int n_probs;                  /* -1: no logprobs */
     bool ignore_eos;
+    srv_jc_schema *schema;        /* constrained to this JSON schema (owned by the job once submitted); the
+                                     job ends when the value is closed */
 } srv_gen;
 
 typedef struct srv_job srv_job;

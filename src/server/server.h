@@ -4,6 +4,7 @@
 #ifndef LLM170_SERVER_SERVER_H
 #define LLM170_SERVER_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct srv_config {
@@ -19,6 +20,10 @@ typedef struct srv_config {
     size_t max_body;        /* bytes */
     const char *api_key;    /* NULL: no auth */
     const char *chat_template; /* NULL: the file's own; else a built-in's name or a template's text */
+    int timeout_s;          /* a request's headers, and then its body, must arrive within this; idle
+                               kept-alive connections are closed after it */
+    int max_conns;          /* connections served at once (and connections in their header prelude) */
+    bool strict_model;      /* refuse (404) a 'model' other than the served one; else any name is taken */
 } srv_config;
 
 /* Returns the process exit status (0 after a clean shutdown, 1 if the server could not start). */

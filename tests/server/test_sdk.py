@@ -8,13 +8,15 @@ import concurrent.futures
 import json
 import os
 import socket
-import sys
+import struct
 import time
 import urllib.error
 import urllib.request
 
 import anthropic  # noqa: E402  (ImportError here fails the test, as it must)
 import openai
+
+from srvtest import check, run  # noqa: E402
 
 URL = os.environ["LLM170_URL"]
 QURL = os.environ["LLM170_QURL"]  # a second server: one slot, a queue of one, no API key
@@ -23,15 +25,6 @@ MODEL = os.environ["LLM170_MODEL"]
 N_CTX = int(os.environ["LLM170_CTX"])
 oai = openai.OpenAI(base_url=URL + "/v1", api_key=KEY, max_retries=0, timeout=120)
 ant = anthropic.Anthropic(base_url=URL, api_key=KEY, max_retries=0, timeout=120)
-passed = 0
-
-
-def check(cond, what):
-    global passed
-    if not cond:
-        print("FAIL:", what, file=sys.stderr)
-        sys.exit(1)
-    passed += 1
 
 
 def msgs(text, system=True):
@@ -225,7 +218,8 @@ def test_disconnect():
 
 
 def open_request(url, path, body):
-    """Sends a request on a raw socket and returns the socket (closing it is the client going away)."""
+    """Sends a request on a raw socket and returns the socket (closing it with abort() is the client going
+    away: a reset; a plain close only half-closes as far as the server can tell, and a half-close is legal)."""
     host, port = url.split("//")[1].split(":")
     data = json.dumps(body).encode()
     s = socket.create_connection((host, int(port)))
@@ -233,6 +227,11 @@ def open_request(url, path, body):
               b"Authorization: Bearer " + KEY.encode() + b"\r\nContent-Length: " + str(len(data)).encode() +
               b"\r\n\r\n" + data)
     return s
+
+
+def abort(s):
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
 
 
 def wait_metric(name, value, url=URL, timeout=10):
@@ -257,13 +256,16 @@ def test_queue_full():
     except urllib.error.HTTPError as e:
         body = json.loads(e.read())
         check(e.code == 429 and body["error"]["type"] == "rate_limit_error", f"429 body {body}")
-    a.close()
-    b.close()
+    abort(a)
+    abort(b)
     check(wait_metric("llm170_requests_cancelled_total", 2, QURL), "both left clients' requests cancelled")
     check(wait_metric("llm170_slots_busy", 0, QURL) and wait_metric("llm170_queue_length", 0, QURL), "all free")
     r = openai.OpenAI(base_url=QURL + "/v1", api_key="none", max_retries=0).completions.create(
         model=MODEL, prompt="b", max_tokens=3, temperature=0)
     check(r.usage.completion_tokens >= 1, "the one-slot server keeps serving")
+    r = openai.OpenAI(base_url=QURL + "/v1", api_key="none", max_retries=0).completions.create(
+        model="gpt-4o-mini", prompt="b", max_tokens=3, temperature=0)
+    check(r.model == "gpt-4o-mini", "without --strict-model any model name is served")
 
 
 def bad(path, body, status, anthropic_fmt=False, **kw):
@@ -341,10 +343,47 @@ def test_bad_requests():
         check("max_tokens" in str(e), f"anthropic BadRequestError {e}")
     check(metric('llm170_requests_total{status="5xx"}') == 0, "no 5xx at all")
 
+TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+                                        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                       "required": ["city"]}}}
 
-for t in [test_models_health, test_chat, test_completions, test_logprobs, test_stop, test_messages, test_concurrent,
-          test_disconnect, test_queue_full, test_bad_requests]:
-    t0 = time.time()
-    t()
-    print(f"{t.__name__}: ok ({time.time() - t0:.2f} s)")
-print(f"test_sdk: {passed} checks passed")
+
+def test_tools_rendered():
+    """Tools reach the template (the prompt grows by them) in both APIs, a history with calls and results
+    renders, and malformed tool fields are 400s. What a real model does with them: test_tools.py."""
+    base = chat("weather?", max_tokens=1).usage.prompt_tokens
+    withtools = chat("weather?", max_tokens=1, tools=[TOOL]).usage.prompt_tokens
+    check(withtools > base + 20, f"tools rendered: {base} -> {withtools} prompt tokens")
+    none = chat("weather?", max_tokens=1, tools=[TOOL], tool_choice="none").usage.prompt_tokens
+    check(none == base, f"tool_choice none renders no tools: {none} vs {base}")
+    kw = dict(model=MODEL, system="You are terse.", messages=[{"role": "user", "content": "weather?"}])
+    a0 = ant.messages.count_tokens(**kw).input_tokens
+    a1 = ant.messages.count_tokens(tools=[{"name": "get_weather", "description": "Weather in a city",
+                                           "input_schema": TOOL["function"]["parameters"]}], **kw).input_tokens
+    check(a0 == base and a1 == withtools, f"anthropic tools rendered alike: {a0}/{a1} vs {base}/{withtools}")
+    hist = msgs("weather in Paris?") + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+            "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
+    r = oai.chat.completions.create(model=MODEL, messages=hist, tools=[TOOL], max_tokens=2, temperature=0)
+    check(r.usage.prompt_tokens > withtools, f"history with a call and its result: {r.usage.prompt_tokens}")
+    ahist = [{"role": "user", "content": "weather in Paris?"},
+             {"role": "assistant", "content": [{"type": "text", "text": "Checking."}, {
+                 "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}]
+    n = ant.messages.count_tokens(model=MODEL, messages=ahist).input_tokens
+    check(n > a0, f"anthropic history with tool_use and tool_result: {n}")
+    C = "/v1/chat/completions"
+    ok = {"model": MODEL, "messages": msgs("x"), "max_tokens": 2}
+    for body in ({**ok, "tools": {}}, {**ok, "tools": [{"type": "function"}]}, {**ok, "tool_choice": "required"},
+                 {**ok, "tools": [TOOL], "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+                 {**ok, "tools": [TOOL], "tool_choice": "sometimes"},
+                 {**ok, "messages": msgs("x") + [{"role": "assistant", "tool_calls": [{"function": {"name": "f",
+                                                                                                    "arguments": "{"}}]}]}):
+        bad(C, body, 400)
+    bad("/v1/messages", {"model": MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": "x"}],
+                         "tools": [{"type": "web_search_20250305", "name": "web_search"}]}, 400, anthropic_fmt=True)
+
+
+run("test_sdk", [test_models_health, test_chat, test_completions, test_logprobs, test_stop, test_messages,
+                 test_concurrent, test_disconnect, test_queue_full, test_bad_requests, test_tools_rendered])
