@@ -15,5 +15,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_cuda_check(int argc, char **argv);
 
 #endif

@@ -37,6 +37,8 @@ static const command commands[] = {
      "--model M [--no-bos] [--no-parse-special] (--text S | --file F | --stdin) [--show]",
      "print the token ids of a text ([1, 2, 3]) or, with --show, id and piece per line"},
     {"detokenize", cmd_detokenize, "--model M [--no-special] 1,2,3", "print the text of token ids"},
+    {"cuda-check", cmd_cuda_check, "[--bench] [--filter OP] [--seed N] [--device N]",
+     "check every CUDA kernel against the CPU reference (table of max error vs tolerance); --bench: time them"},
     {"template", cmd_template,
      "(--model M | --template F.jinja | --builtin NAME) --messages CONV.json [--tools T.json] "
      "[--add-generation-prompt] [--enable-thinking | --no-enable-thinking] [--bos TEXT] [--eos TEXT]",

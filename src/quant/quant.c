@@ -13,8 +13,10 @@ static void table_init(void) {
     quant_register_kquants(table);
     quant_register_iquants(table);
 #if LLM170_HAVE_X86_SIMD
-    quant_register_avx2(table);
-    quant_register_avx512(table);
+    /* the registration functions are compiled with their ISA's flags (the compiler may use its wide
+     * registers to fill the table): call them only on a CPU that has the ISA */
+    if (quant_isa_available(QUANT_ISA_AVX2)) quant_register_avx2(table);
+    if (quant_isa_available(QUANT_ISA_AVX512)) quant_register_avx512(table);
 #endif
 #if LLM170_HAVE_NEON
     quant_register_neon(table);

@@ -1,0 +1,147 @@
+/* kernels: the C launchers of the CUDA kernels (src/backends/cuda/kernels/NAME.cu).
+ *
+ * Every launcher takes raw device pointers and a stream, checks its preconditions (shapes, alignment,
+ * supported types) and enqueues its kernel(s). It returns CUDA_KERR_OK; CUDA_KERR_ARGS when a precondition
+ * fails or CUDA_KERR_UNSUPPORTED for a type or shape it does not handle (nothing is enqueued); or
+ * CUDA_KERR_LAUNCH when the launch itself failed (cudaGetLastError). Nothing here allocates or
+ * synchronises. Shapes use the alphabet of engine/ops_ref.h; arrays are row-major, last dimension fastest.
+ * Sections per owner: decode kernels first, prefill kernels at the end. */
+#ifndef LLM170_BACKENDS_CUDA_KERNELS_H
+#define LLM170_BACKENDS_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "engine/ops_ref.h"
+#include "quant/qtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum cuda_kernel_status { CUDA_KERR_OK = 0, CUDA_KERR_ARGS = -1, CUDA_KERR_UNSUPPORTED = -2, CUDA_KERR_LAUNCH = -3 };
+
+/* ================================ decode (owner: CUDA decode helper) ================================ */
+
+/* --- q8_1 activations (kernels/quantize.cu) ---
+ * The integer GEMV reads activations quantized per 32 values: xq[T][K] int8 and ds[T][K/32][2] floats
+ * (d, d * sum(q)), with d = amax / 127 and q = round(x / d). K % 32 == 0; xq 16-byte aligned. */
+
+/* xq, ds = q8_1(x[T][K]) */
+int cuda_quantize_q8_1(const float *x, int8_t *xq, float *ds, int T, int K, cudaStream_t s);
+/* h = rms_norm(x[T][K]) * w (w may be NULL); xq, ds = q8_1(h); h also written to y[T][K] unless y is NULL */
+int cuda_rms_norm_q8_1(const float *x, const float *w, float eps, int8_t *xq, float *ds, float *y, int T, int K,
+                       cudaStream_t s);
+
+/* --- quantized GEMV (kernels/gemv.cu) ---
+ * A weight matrix W[N][K] in the GEMV layout made by cuda_repack (backends/cuda/repack.h): quants in qs
+ * (16 B per 32 values; 32 B for Q8_0), high bits in hi (Q5_0/Q5_K: 4 B per 32, Q6_K: 8 B per 32; else
+ * NULL), scales in meta. Types: Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K. */
+typedef struct cuda_qmat {
+    enum qtype type;
+    int64_t N, K;
+    const void *qs, *hi, *meta;
+} cuda_qmat;
+/* y[T][N] = x[T][K] . W^T for 1 <= T <= 8 activation rows given as q8_1 (xq, ds) */
+int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s);
+
+/* --- norms and element-wise ops (kernels/norm.cu, kernels/eltwise.cu) --- */
+/* y[R][C] = x / sqrt(mean(x^2) + eps) * w (w: C values or NULL); y may alias x. R rows: T tokens, or
+ * T * H heads with C = D for per-head norms. */
+int cuda_rms_norm(const float *x, const float *w, float *y, int R, int C, float eps, cudaStream_t s);
+int cuda_swiglu(const float *g, const float *u, float *y, int64_t n, cudaStream_t s);     /* y = silu(g) * u */
+int cuda_geglu(const float *g, const float *u, float *y, int64_t n, cudaStream_t s);      /* y = gelu_tanh(g) * u */
+int cuda_sigmoid_mul(float *y, const float *gate, int64_t n, cudaStream_t s);              /* y *= sigmoid(gate) */
+int cuda_add(float *y, const float *x, int64_t n, cudaStream_t s);                         /* y += x */
+
+/* --- RoPE (kernels/rope.cu): x[T][H][D] in place as ref_rope; pos[T] on the device; factors: n_rot/2
+ * divisors on the device or NULL --- */
+int cuda_rope(float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp, const float *factors,
+              cudaStream_t s);
+
+/* --- decode attention (kernels/attn_decode.cu) ---
+ * One query token per call over an f16 cache: q[Hq][D] f32, k/v[S][Hkv][D] f16, kpos[S], out[Hq][D] f32;
+ * visibility as ref_attention (kpos <= qpos, sliding window when window > 0). qpos and the number of
+ * cached positions n_kv (<= S_max) are read on the device, so one launch configuration serves every
+ * step of a CUDA graph. Split-K: the positions are cut into chunks, each block reduces one chunk for all
+ * query heads of one kv head (partial max, sum and output in scratch), a second kernel merges.
+ * D % 32 == 0, D <= 256, Hq % Hkv == 0, Hq / Hkv <= 8. scratch: cuda_attn_decode_scratch(...) floats. */
+int64_t cuda_attn_decode_scratch(int S_max, int Hq, int D);
+int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_t *v, float *out, const int32_t *qpos,
+                     const int32_t *kpos, const int32_t *n_kv, int S_max, int Hq, int Hkv, int D, float scale,
+                     int window, float *scratch, cudaStream_t s);
+
+/* --- Gated DeltaNet decode step (kernels/gdn_step.cu), one token, the whole block from the projections
+ * to the gated norm in one kernel: conv1d step with state + SiLU, l2 norm of q (times Dk^-1/2) and k,
+ * gates g = ssm_a * softplus(alpha + dt_bias) and beta = sigmoid(beta_raw), the delta-rule update of S,
+ * o = S^T q, and o = rms_norm(o) * norm_w * silu(z). Dk == Dv == 128. The conv state is double-buffered:
+ * conv_in is read and conv_out written (they must not alias; swap them each step), because blocks of
+ * value heads that share a key head read the same channels. */
+typedef struct cuda_gdn_args {
+    const float *qkv;     /* [2*Hk*Dk + Hv*Dv] the attn_qkv projection (q | k | v) */
+    const float *conv_in; /* [Kc-1][dc] previous raw inputs, oldest first (dc = 2*Hk*Dk + Hv*Dv) */
+    float *conv_out;      /* [Kc-1][dc] written: the last Kc-1 raw inputs */
+    const float *conv_w;  /* [dc][Kc] */
+    const float *alpha, *beta_raw; /* [Hv] the ssm_alpha / ssm_beta projections */
+    const float *ssm_a, *dt_bias;  /* [Hv] */
+    const float *z;       /* [Hv][Dv] the attn_gate projection */
+    const float *norm_w;  /* [Dv] ssm_norm */
+    float *S;             /* [Hv][Dk][Dv] state, updated in place */
+    float *o;             /* [Hv][Dv] out */
+    int Hk, Hv, Dk, Dv, Kc;
+    enum gdn_head_map map;
+    float eps;
+} cuda_gdn_args;
+int cuda_gdn_step(const cuda_gdn_args *a, cudaStream_t s);
+
+/* --- MoE router and argmax (kernels/select.cu) --- */
+enum cuda_moe_gating { CUDA_MOE_SOFTMAX, CUDA_MOE_SIGMOID };
+/* per token t: p = softmax(logits[t][E]) (or sigmoid), the K largest p (ties to the lower expert id, as
+ * the CPU's qwen35 moe_block), ids[t][K] in selection order and w[t][K] = p (renormalised to sum 1 when
+ * renorm). E <= 1024, K <= 32. */
+int cuda_moe_route(const float *logits, int32_t *ids, float *w, int T, int E, int K, enum cuda_moe_gating gating,
+                   int renorm, cudaStream_t s);
+/* ids[t] = argmax of x[t][V] (ties to the lowest id, as the CPU sampler's greedy pick). scratch: T
+ * 64-bit words that must be zero before the first call; the launcher leaves them zero again. */
+int cuda_argmax(const float *x, int32_t *ids, unsigned long long *scratch, int T, int V, cudaStream_t s);
+
+/* ================================ prefill (owner: CUDA prefill helper) =============================== */
+
+/* --- prefill matrix products on tensor cores (kernels/gemm_q.cu) ---
+ * Y[T][N] f32 = X[T][K] . W[N][K]^T with X bf16 [T][K] and f32 accumulation: mma.sync m16n8k16 bf16 over
+ * 128 x 128 tiles of Y, weights dequantized in shared memory to bf16(to_float(w)). W in its GGUF block
+ * layout (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), 16-byte aligned, no padding needed; X 16-byte aligned;
+ * K % 64 == 0 and a multiple of the block size; N even. Any T >= 1 (a partial last tile is masked). */
+int cuda_gemm_q_supports(int type); /* 1: cuda_gemm_q takes this type */
+int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s);
+/* the two-pass path: Wd[N][K] bf16 = bf16(to_float(W)) (bit-exact with the CPU dequantizer), N <= 65535;
+ * then Y = X . Wd^T with the same tiles (cuda_gemm_bf16) */
+int cuda_dequant_bf16(int type, const void *W, uint16_t *Wd, int N, int K, cudaStream_t s);
+int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s);
+/* y[n] = bf16(x[n]) (round to nearest even): activations for cuda_gemm_q */
+int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStream_t s);
+
+/* --- flash attention for prefill (kernels/flash_attn_prefill.cu) ---
+ * q f32 [T][Hq][D] (used as f16), k/v f16 [S][Hkv][D] (cache slot s = position s), out f32 [T][Hq][D].
+ * Query t at position pos0 + t sees key s iff s <= pos0 + t and (window == 0 or pos0 + t - s < window):
+ * ref_attention with qpos[t] = pos0 + t, kpos[s] = s. D = 64, 128, 256; Hq % Hkv == 0; scale > 0
+ * (usually D^-1/2). No T x S matrix: scores live in registers, 64 x 64 tiles at a time. */
+int cuda_flash_attn_prefill(const float *q, const uint16_t *k, const uint16_t *v, float *out, int T, int S, int Hq,
+                            int Hkv, int D, int pos0, int window, float scale, cudaStream_t s);
+
+/* --- chunked Gated DeltaNet for prefill (kernels/gdn_chunk.cu) ---
+ * ref_gdn_chunk with chunk 64 on the device: S[Hv][Dk][Dv] in/out (the state decode continues from),
+ * q/k[T][Hk][Dk] (L2-normalised, q scaled), v[T][Hv][Dv], g/beta[T][Hv], o[T][Hv][Dv]; Dk == Dv == 128.
+ * scratch: cuda_gdn_chunk_scratch(T, Hv) floats (U, W, the intra-chunk matrix and gates of every chunk). */
+int64_t cuda_gdn_chunk_scratch(int T, int Hv);
+int cuda_gdn_chunk(float *S, const float *q, const float *k, const float *v, const float *g, const float *beta,
+                   float *o, int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map, float *scratch,
+                   cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Every CUDA kernel (each `__global__` in src/backends/cuda/kernels/*.cu) must be named on a "covers:"
+# line of a conformance case (src/backends/cuda/check_*.c), so no kernel is ever silently left unchecked.
+# Runs without a GPU and without nvcc ($1, the llm170 binary, is not needed). Usage: cli_... [repo root]
+set -u
+root=${2:-.}
+kernels=$(cat "$root"/src/backends/cuda/kernels/*.cu 2>/dev/null |
+  perl -0777 -ne 'while (/__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\(/g) { print "$1\n" }' | sort -u)
+covered=$(grep -h "covers:" "$root"/src/backends/cuda/check_*.c 2>/dev/null | sed 's/.*covers://' | tr -c 'A-Za-z0-9_\n' ' ' |
+  tr ' ' '\n' | grep -v '^$' | sort -u)
+missing=0
+for k in $kernels; do
+  if ! grep -qx "$k" <<<"$covered"; then echo "kernel $k has no conformance case (no 'covers: $k' in check_*.c)"; missing=1; fi
+done
+n=$(grep -c . <<<"$kernels")
+[ -z "$kernels" ] && n=0
+if [ $missing -ne 0 ]; then echo "cli_cuda_kernels_covered: FAIL"; exit 1; fi
+echo "cli_cuda_kernels_covered: all $n kernels have a case"
