@@ -20,13 +20,16 @@
  * that step to every later position (measured ~1e-2 of the logit range on these noise models), so the
  * bound there is looser. A wrong chunk boundary or a state bug gives O(1) differences. */
 #define TOL_F32 2e-5f
-#define TOL_QUANT 3e-2f
+/* TOL_QUANT and TOL_QUANT_MOE: 1.5x the largest difference over 12 model seeds (LLM170_QWEN35_SEEDS=12,
+ * AVX2: qwen35 Q8_0 mean 1.64e-2, max 2.26e-2; qwen35moe Q8_0 mean 5.80e-2, max 1.29e-1); the earlier
+ * 3e-2 and 0.15 were fitted to seed 7 alone and left 1.3x and 1.16x of margin over these 12. */
+#define TOL_QUANT 3.5e-2f
 /* With quantized experts, such a step can also flip a token's top-k choice between two near-equal router
  * scores, and that token's FFN output then changes by the difference of two experts (the golden test
  * sees 0.11 against transformers for the same reason). Measured up to 7e-2 here (chunks of 1, with
  * row-by-row kernels throughout, as much as with the int8 products); a state or boundary bug still gives
  * O(1). */
-#define TOL_QUANT_MOE 0.15f
+#define TOL_QUANT_MOE 0.2f
 
 static float rel_diff(const float *a, const float *b, int n) {
     float num = 0, den = 0;
