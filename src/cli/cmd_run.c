@@ -4,9 +4,22 @@
  * and compares the tokens with those already in the KV cache: when the cache is a prefix of the new
  * rendering (the usual case: the reply's tokens plus the end-of-turn token the template appends), only
  * the new tokens are prefilled; otherwise the sequence is reset and the whole conversation prefilled.
- * Replies stream through the streaming detokenizer (never half a UTF-8 character). Ctrl-C stops the
+ * Replies stream through the streaming detokenizer (never half a UTF-8 character) and end at the model's
+ * end-of-turn tokens (eos, eot, <|im_end|>, <end_of_turn>, ...: llm170_token_is_eog). Ctrl-C stops the
  * current reply (the partial reply stays in the conversation); Ctrl-C again at the prompt, /exit or EOF
  * on stdin quits. --prompt gives one answer and exits.
+ *
+ * As llama-cli and ollama do:
+ * - A file without a chat template (a base model) runs as plain text continuation: the turns are joined
+ *   as they are, each reply is at most 256 tokens unless -n says otherwise, and a note says so. (A chat
+ *   template borrowed from another family only made base models loop.)
+ * - When the conversation no longer leaves a quarter of the context for the reply, the oldest turns are
+ *   dropped (the system prompt is kept) and the conversation re-prefilled; if the context fills during a
+ *   reply, the same happens with the reply so far kept, and generation goes on.
+ * - --verbose prints prompt and generation rates after each reply, /stats those of the last one.
+ *
+ * --model takes a file or a short name (qwen2.5-coder-0.5b, ...; --list shows them), fetched on first use
+ * by scripts/get-model.sh (cli/model_name.h).
  *
  * Loading maps the file; the pages come in on first use. To make that cost visible (and pay it before the
  * first reply) the file is read through once, with a progress bar on stderr if that takes over a second. */
@@ -22,6 +35,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/model_name.h"
 #include "llm170.h"
 
 static volatile sig_atomic_t g_interrupted;
@@ -81,12 +95,6 @@ static bool sbuf_json(sbuf *b, const char *s, size_t n) {
     return ok && sbuf_str(b, "\"");
 }
 
-/* Appends {"role": ROLE, "content": TEXT} to the messages array being built in b (without brackets). */
-static bool add_message(sbuf *b, const char *role, const char *text, size_t n) {
-    return (b->len == 0 || sbuf_str(b, ", ")) && sbuf_str(b, "{\"role\": \"") && sbuf_str(b, role) &&
-           sbuf_str(b, "\", \"content\": ") && sbuf_json(b, text, n) && sbuf_str(b, "}");
-}
-
 /* ---- model file read-ahead with a progress bar ---- */
 
 static void preload(const char *path) {
@@ -132,6 +140,21 @@ static void preload(const char *path) {
 
 /* ---- the chat ---- */
 
+enum { RAW_N_PREDICT = 256 };
+static const char RAW_TEMPLATE[] = "{% for m in messages %}{{ m['content'] }}{% endfor %}";
+
+typedef struct message {
+    char *role, *text;
+    size_t len;
+} message;
+
+/* The figures of one reply (--verbose, /stats). */
+typedef struct reply_stats {
+    int n_prompt, n_reused, n_gen;
+    double t_prompt, t_gen;
+    char stop[96];
+} reply_stats;
+
 typedef struct chat {
     llm170_model *model;
     llm170_context *ctx;
@@ -140,21 +163,76 @@ typedef struct chat {
     int n_ctx, n_predict;
     bool verbose;
     bool no_reuse;   /* re-prefill the whole conversation every turn (to check reuse against) */
-    sbuf msgs;       /* the messages array's inside, JSON */
+    message *msgs;   /* the conversation; msgs[0] is the system prompt when has_system */
+    int n_msgs, cap_msgs;
+    bool has_system;
     int32_t *cached; /* tokens in the KV cache of sequence 0, in order */
     int n_cached;
+    int32_t *gen;    /* the reply's tokens so far */
     int32_t bos;     /* -1 if the vocabulary adds none */
+    reply_stats last;
 } chat;
+
+static bool add_message(chat *c, const char *role, const char *text, size_t n) {
+    if (c->n_msgs == c->cap_msgs) {
+        int cap = c->cap_msgs ? 2 * c->cap_msgs : 8;
+        message *m = realloc(c->msgs, (size_t)cap * sizeof *m);
+        if (!m) return false;
+        c->msgs = m;
+        c->cap_msgs = cap;
+    }
+    message *m = &c->msgs[c->n_msgs];
+    m->role = strdup(role);
+    m->text = malloc(n + 1);
+    if (!m->role || !m->text) {
+        free(m->role);
+        free(m->text);
+        return false;
+    }
+    memcpy(m->text, text, n);
+    m->text[n] = 0;
+    m->len = n;
+    c->n_msgs++;
+    return true;
+}
+
+/* Forgets messages [from, to) of the conversation. */
+static void drop_messages(chat *c, int from, int to) {
+    for (int i = from; i < to; i++) {
+        free(c->msgs[i].role);
+        free(c->msgs[i].text);
+    }
+    if (to <= from) return;
+    memmove(c->msgs + from, c->msgs + to, (size_t)(c->n_msgs - to) * sizeof *c->msgs);
+    c->n_msgs -= to - from;
+}
+
+/* Drops the oldest turn (a user message and the replies up to the next user message), never the system
+ * prompt nor the last message (the one being answered). Returns the number of messages dropped. */
+static int drop_oldest_turn(chat *c) {
+    int first = c->has_system ? 1 : 0, end = first + 1;
+    while (end < c->n_msgs - 1 && strcmp(c->msgs[end].role, "user")) end++;
+    if (end >= c->n_msgs) return 0; /* only the message being answered is left */
+    drop_messages(c, first, end);
+    return end - first;
+}
 
 /* Renders the conversation plus the generation prompt and tokenizes it. */
 static int render_tokens(chat *c, int32_t **ids, size_t *n) {
-    size_t jlen = c->msgs.len + 3;
-    char *json = malloc(jlen), *text = NULL;
+    sbuf json = {0};
+    bool ok = sbuf_str(&json, "[");
+    for (int i = 0; ok && i < c->n_msgs; i++)
+        ok = (i == 0 || sbuf_str(&json, ", ")) && sbuf_str(&json, "{\"role\": \"") && sbuf_str(&json, c->msgs[i].role) &&
+             sbuf_str(&json, "\", \"content\": ") && sbuf_json(&json, c->msgs[i].text, c->msgs[i].len) &&
+             sbuf_str(&json, "}");
+    if (!ok || !sbuf_str(&json, "]")) {
+        free(json.s);
+        return -1;
+    }
+    char *text = NULL;
     size_t tlen = 0;
-    if (!json) return -1;
-    snprintf(json, jlen, "[%s]", c->msgs.s ? c->msgs.s : "");
-    int rc = llm170_chat_render(c->model, json, NULL, true, -1, c->template_override, &text, &tlen);
-    free(json);
+    int rc = llm170_chat_render(c->model, json.s, NULL, true, -1, c->template_override, &text, &tlen);
+    free(json.s);
     if (rc) return rc;
     rc = llm170_tokenize(c->model, text, tlen, false, true, ids, n);
     free(text);
@@ -169,6 +247,26 @@ static int render_tokens(chat *c, int32_t **ids, size_t *n) {
         (*n)++;
     }
     return 0;
+}
+
+/* Renders the conversation, dropping its oldest turns while it and `extra` more tokens would leave less
+ * than `room` of the context free. Returns 0 (fits), 1 (does not fit even alone), -1 on error. */
+static int render_fitting(chat *c, int extra, int room, const char *when, int32_t **ids, size_t *n) {
+    int dropped = 0;
+    for (;;) {
+        free(*ids);
+        *ids = NULL;
+        if (render_tokens(c, ids, n)) return -1;
+        if ((int)*n + extra + room <= c->n_ctx) break;
+        int k = drop_oldest_turn(c);
+        if (k == 0) break;
+        dropped += k;
+    }
+    if (dropped)
+        fprintf(stderr, "\n[context %s: dropped the %d oldest message%s to make room%s]\n", when, dropped,
+                dropped > 1 ? "s" : "",
+                c->n_msgs > 1 && !strcmp(c->msgs[0].role, "system") ? "; the system prompt is kept" : "");
+    return (int)*n + extra + 1 > c->n_ctx ? 1 : 0;
 }
 
 /* Decodes ids[0..n) after the cache, in chunks so that Ctrl-C can stop a long prefill; the cache record
@@ -186,21 +284,48 @@ static int feed(chat *c, const int32_t *ids, int n) {
     return 0;
 }
 
+/* The context is full in the middle of a reply: drop the oldest turns, prefill the rest and the reply so
+ * far again (half the context left free, as llama.cpp's context shift discards half). Returns 0, 1 if
+ * nothing can be dropped (the reply alone fills the context), -1 on error. */
+static int make_room(chat *c, int n_gen) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = render_fitting(c, n_gen, c->n_ctx / 2, "full during the reply", &ids, &n);
+    if (rc == 0 && (int)n + n_gen + c->n_ctx / 8 > c->n_ctx) rc = 1; /* too little gained to go on */
+    if (rc == 0) {
+        llm170_seq_reset(c->ctx, 0);
+        c->n_cached = 0;
+        rc = feed(c, ids, (int)n);
+        if (rc == 0) rc = feed(c, c->gen, n_gen);
+        if (rc > 0) rc = 0; /* interrupted: the reply loop sees it */
+    }
+    free(ids);
+    return rc;
+}
+
+static void print_stats(const reply_stats *s) {
+    fprintf(stderr, "[prefill %d tokens (%d reused) in %.2f s, %.1f tok/s; generated %d tokens in %.2f s, %.1f tok/s; %s]\n",
+            s->n_prompt, s->n_reused, s->t_prompt, s->t_prompt > 0 ? s->n_prompt / s->t_prompt : 0.0, s->n_gen,
+            s->t_gen, s->t_gen > 0 ? s->n_gen / s->t_gen : 0.0, s->stop);
+}
+
 /* One assistant turn: prefill what is new, stream the reply to stdout, append it to the conversation.
- * Returns 0 (done or stopped by Ctrl-C) or -1 on error (message printed). */
+ * Returns 0 (done or stopped by Ctrl-C), 1 if the conversation does not fit the context, or -1 on error
+ * (message printed). */
 static int reply(chat *c) {
     int32_t *ids = NULL;
     size_t n = 0;
-    if (render_tokens(c, &ids, &n)) {
-        fprintf(stderr, "llm170 run: %s\n", llm170_last_error());
+    reply_stats *st = &c->last;
+    *st = (reply_stats){0};
+    int rc = render_fitting(c, 0, c->n_ctx / 4, "three-quarters full", &ids, &n);
+    if (rc) {
+        if (rc > 0)
+            fprintf(stderr, "llm170 run: the conversation (%zu tokens) no longer fits the context of %d tokens; "
+                            "/reset starts over, --ctx-size N gives more room\n", n, c->n_ctx);
+        else
+            fprintf(stderr, "llm170 run: %s\n", llm170_last_error());
         free(ids);
-        return -1;
-    }
-    if ((int)n + 1 > c->n_ctx) {
-        fprintf(stderr, "llm170 run: the conversation (%zu tokens) no longer fits the context of %d tokens; "
-                        "/reset starts over, --ctx-size N gives more room\n", n, c->n_ctx);
-        free(ids);
-        return 1;
+        return rc;
     }
     int same = 0;
     while (same < c->n_cached && same < (int)n && c->cached[same] == ids[same]) same++;
@@ -209,19 +334,22 @@ static int reply(chat *c) {
         llm170_seq_reset(c->ctx, 0);
         c->n_cached = same = 0;
     }
-    int reused = same;
+    st->n_reused = same;
+    st->n_prompt = (int)n - same;
     double t0 = now_s();
-    int rc = feed(c, ids + same, (int)n - same);
+    rc = feed(c, ids + same, (int)n - same);
     free(ids);
     if (rc < 0) {
         fprintf(stderr, "llm170 run: %s\n", llm170_last_error());
         return -1;
     }
     double t1 = now_s();
+    st->t_prompt = t1 - t0;
     llm170_sampler *s = NULL;
     llm170_detok *d = NULL;
     sbuf text = {0};
     int n_gen = 0;
+    snprintf(st->stop, sizeof st->stop, "stopped (Ctrl-C)");
     if (llm170_sampler_new(c->model, &c->sp, &s) || llm170_detok_new(c->model, false, &d)) {
         fprintf(stderr, "llm170 run: %s\n", llm170_last_error());
         rc = -1;
@@ -231,24 +359,38 @@ static int reply(chat *c) {
     const char *piece;
     size_t plen;
     while (rc == 0 && !g_interrupted) {
-        if (c->n_predict >= 0 && n_gen >= c->n_predict) break;
-        if (c->n_cached + 1 >= c->n_ctx) {
-            fprintf(stderr, "\n[context full: %d tokens]", c->n_ctx);
+        if (c->n_predict >= 0 && n_gen >= c->n_predict) {
+            snprintf(st->stop, sizeof st->stop, "length limit (%d tokens, -n)", c->n_predict);
+            break;
+        }
+        if (c->n_cached + 1 >= c->n_ctx && (rc = make_room(c, n_gen)) != 0) {
+            if (rc > 0) fprintf(stderr, "\n[context full: %d tokens, and no older turn is left to drop]", c->n_ctx);
+            snprintf(st->stop, sizeof st->stop, "context full");
+            rc = rc > 0 ? 0 : -1;
             break;
         }
         int32_t tok = llm170_sample(s, llm170_logits(c->ctx, 0));
         llm170_sampler_accept(s, tok);
         /* The end-of-turn token is not decoded: the next turn's rendering brings it, so the prefix stays
          * unchanged. */
-        if (llm170_token_is_eog(c->model, tok)) break;
+        if (llm170_token_is_eog(c->model, tok)) {
+            char *name = NULL;
+            size_t nlen = 0;
+            if (llm170_detokenize(c->model, &tok, 1, true, &name, &nlen)) name = NULL;
+            snprintf(st->stop, sizeof st->stop, "end of turn (%.*s, token %d)", name ? (int)nlen : 0,
+                     name ? name : "", tok);
+            free(name);
+            break;
+        }
         if (llm170_detok_push(d, tok, &piece, &plen) || !sbuf_add(&text, piece, plen)) {
             rc = -1;
             break;
         }
         fwrite(piece, 1, plen, stdout);
         fflush(stdout);
-        n_gen++;
+        c->gen[n_gen++] = tok;
         rc = feed(c, &tok, 1);
+        if (rc > 0) rc = 0; /* interrupted: the loop ends */
     }
     if (rc >= 0 && llm170_detok_flush(d, &piece, &plen) == 0 && sbuf_add(&text, piece, plen))
         fwrite(piece, 1, plen, stdout);
@@ -256,12 +398,10 @@ static int reply(chat *c) {
     if (g_interrupted) fprintf(stderr, "\n[stopped]");
     printf("\n");
     fflush(stdout);
-    if (rc >= 0 && !add_message(&c->msgs, "assistant", text.s ? text.s : "", text.len)) rc = -1;
-    if (c->verbose) {
-        double t2 = now_s();
-        fprintf(stderr, "[prefill %d tokens (%d reused) in %.2f s; %d tokens in %.2f s, %.1f tok/s]\n",
-                (int)n - reused, reused, t1 - t0, n_gen, t2 - t1, n_gen / (t2 - t1 > 0 ? t2 - t1 : 1));
-    }
+    if (rc >= 0 && !add_message(c, "assistant", text.s ? text.s : "", text.len)) rc = -1;
+    st->n_gen = n_gen;
+    st->t_gen = now_s() - t1;
+    if (c->verbose) print_stats(st);
     rc = rc < 0 ? -1 : 0;
 out:
     free(text.s);
@@ -291,16 +431,28 @@ static void usage(void) {
             "         [--n-predict N] [--template chatml|llama3|gemma|raw|FILE.jinja] [--verbose] [--no-reuse]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n"
-            "  in the chat: /exit quits, /reset forgets the conversation, Ctrl-C stops a reply\n");
+            "       llm170 run --list\n"
+            "  M: a .gguf file or a short name (qwen2.5-coder-0.5b, ...; --list shows them), fetched on first use\n"
+            "  sampling defaults (llama.cpp's): --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05; --temp 0 is greedy\n");
+}
+
+static void chat_help(void) {
+    fprintf(stderr, "  /exit (or /quit, Ctrl-D) quits; /reset forgets the conversation; /stats shows the last reply's\n"
+                    "  prompt and generation rates; Ctrl-C stops a reply\n");
+}
+
+static void reset_conversation(chat *c) {
+    drop_messages(c, c->has_system ? 1 : 0, c->n_msgs);
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *path = NULL, *prompt = NULL, *system_text = NULL, *tmpl = NULL;
+    const char *model_arg = NULL, *prompt = NULL, *system_text = NULL, *tmpl = NULL;
+    char *path = NULL;
     int rc = 1, n_ctx = 0;
     bool seeded = false;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
-    chat c = {.n_predict = -1, .bos = -1};
+    chat c = {.n_predict = -2, .bos = -1}; /* -2: not given */
     /* llama.cpp's chat defaults: sampled, so that small models do not loop */
     c.sp = llm170_sampler_default_params();
     c.sp.temperature = 0.8f;
@@ -316,6 +468,7 @@ int cmd_run(int argc, char **argv) {
             usage();
             return 0;
         }
+        if (!strcmp(a, "--list")) return model_name_list("run");
         if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
             c.verbose = true;
             continue;
@@ -325,7 +478,7 @@ int cmd_run(int argc, char **argv) {
             continue;
         }
         if (!(v = args_value("run", argc, argv, &i))) goto usage_error;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) path = v;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model_arg = v;
         else if (!strcmp(a, "--prompt") || !strcmp(a, "-p")) prompt = v;
         else if (!strcmp(a, "--system") || !strcmp(a, "-sys")) system_text = v;
         else if (!strcmp(a, "--template")) tmpl = v;
@@ -352,8 +505,9 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
-    if (!path) {
-        fprintf(stderr, "llm170 run: --model is required\n");
+    if (!model_arg) {
+        fprintf(stderr, "llm170 run: --model is required (a .gguf file, or a short name such as qwen2.5-coder-0.5b; "
+                        "--list shows them)\n");
         goto usage_error;
     }
     if (!seeded) c.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -363,16 +517,15 @@ int cmd_run(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 
+    if (model_name_resolve("run", model_arg, &path)) goto done;
     preload(path);
     if (g_interrupted) goto done;
     if (llm170_model_load(path, &mp, &c.model)) {
         fprintf(stderr, "llm170 run: %s\n", llm170_last_error());
         goto done;
     }
-    if (tmpl && !strcmp(tmpl, "raw")) {
-        /* plain text completion: the turns are concatenated as they are (for base models) */
-        c.template_override = "{% for m in messages %}{{ m['content'] }}{% endfor %}";
-    } else if (tmpl) {
+    bool raw = tmpl && !strcmp(tmpl, "raw");
+    if (tmpl && !raw) {
         /* a file holding a Jinja template, else the name of a built-in one */
         FILE *f = fopen(tmpl, "rb");
         if (f) {
@@ -385,21 +538,25 @@ int cmd_run(int argc, char **argv) {
         }
         c.template_override = tmpl_text ? tmpl_text : tmpl;
     }
-    {
-        /* a file with no chat template of its own gets the built-in one of its family */
+    if (!tmpl) {
+        /* a file with no chat template of its own (a base model) continues plain text */
         char *probe = NULL;
         size_t plen = 0;
-        if (!c.template_override &&
-            llm170_chat_render(c.model, "[{\"role\": \"user\", \"content\": \"hi\"}]", NULL, true, -1, NULL, &probe, &plen)) {
-            const char *arch = llm170_model_arch(c.model);
-            c.template_override = !strcmp(arch, "gemma3") ? "gemma" : !strcmp(arch, "llama") ? "llama3" : "chatml";
-            fprintf(stderr,
-                    "note: %s has no chat template (a base model?); using the built-in '%s' one. "
-                    "--template raw continues plain text instead.\n",
-                    path, c.template_override);
-        }
+        raw = llm170_chat_render(c.model, "[{\"role\": \"user\", \"content\": \"hi\"}]", NULL, true, -1, NULL, &probe,
+                                 &plen) != 0;
         free(probe);
     }
+    if (raw) {
+        /* plain text completion: the turns are concatenated as they are, each reply bounded */
+        c.template_override = RAW_TEMPLATE;
+        if (c.n_predict == -2) c.n_predict = RAW_N_PREDICT;
+        if (!tmpl)
+            fprintf(stderr,
+                    "note: %s has no chat template (a base model?): plain text continuation of what you type, each "
+                    "reply at most %d tokens (-n N). --template chatml|llama3|gemma forces a chat format.\n",
+                    path, c.n_predict);
+    }
+    if (c.n_predict == -2) c.n_predict = -1;
     int32_t *bos = NULL;
     size_t n_bos = 0;
     if (llm170_tokenize(c.model, "", 0, true, false, &bos, &n_bos)) {
@@ -413,22 +570,26 @@ int cmd_run(int argc, char **argv) {
     c.n_ctx = n_ctx ? n_ctx : (train > 0 && train < 4096 ? train : 4096);
     llm170_context_params cp = {.n_seq = 1, .n_ctx = c.n_ctx, .n_batch = 512};
     c.cached = malloc((size_t)c.n_ctx * sizeof *c.cached);
-    if (!c.cached || llm170_context_new(c.model, &cp, &c.ctx)) {
-        fprintf(stderr, "llm170 run: %s\n", c.cached ? llm170_last_error() : "out of memory");
+    c.gen = malloc((size_t)c.n_ctx * sizeof *c.gen);
+    if (!c.cached || !c.gen || llm170_context_new(c.model, &cp, &c.ctx)) {
+        fprintf(stderr, "llm170 run: %s\n", c.cached && c.gen ? llm170_last_error() : "out of memory");
         goto done;
     }
-    if (system_text && !add_message(&c.msgs, "system", system_text, strlen(system_text))) goto done;
+    if (system_text) {
+        if (!add_message(&c, "system", system_text, strlen(system_text))) goto done;
+        c.has_system = true;
+    }
 
     if (prompt) {
-        if (!add_message(&c.msgs, "user", prompt, strlen(prompt))) goto done;
+        if (!add_message(&c, "user", prompt, strlen(prompt))) goto done;
         rc = reply(&c) ? 1 : 0;
         goto done;
     }
     char desc[128];
     llm170_model_desc(c.model, desc, sizeof desc);
-    fprintf(stderr, "llm170 run: %s, context %d tokens. /exit quits, /reset starts over, Ctrl-C stops a reply.\n",
-            desc, c.n_ctx);
-    bool last_was_interrupt = false;
+    fprintf(stderr, "llm170 run: %s, context %d tokens. /exit quits, /reset starts over, /stats shows speed, /help; "
+                    "Ctrl-C stops a reply.\n", desc, c.n_ctx);
+    bool last_was_interrupt = false, answered = false;
     for (;;) {
         printf("> ");
         fflush(stdout);
@@ -448,23 +609,28 @@ int cmd_run(int argc, char **argv) {
             continue;
         }
         last_was_interrupt = false;
-        if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
-        if (!strcmp(line, "/reset")) {
-            c.msgs.len = 0;
-            if (c.msgs.s) c.msgs.s[0] = 0;
-            if (system_text && !add_message(&c.msgs, "system", system_text, strlen(system_text))) goto done;
+        if (!strcmp(line, "/exit") || !strcmp(line, "/quit") || !strcmp(line, "/bye")) break;
+        if (!strcmp(line, "/reset") || !strcmp(line, "/clear")) {
+            reset_conversation(&c);
             fprintf(stderr, "[conversation cleared]\n");
             continue;
         }
+        if (!strcmp(line, "/stats")) {
+            if (answered) print_stats(&c.last);
+            else fprintf(stderr, "[no reply yet]\n");
+            continue;
+        }
+        if (!strcmp(line, "/help") || !strcmp(line, "/?")) {
+            chat_help();
+            continue;
+        }
         if (!line[0]) continue;
-        size_t keep = c.msgs.len;
-        if (!add_message(&c.msgs, "user", line, strlen(line))) goto done;
+        int keep = c.n_msgs;
+        if (!add_message(&c, "user", line, strlen(line))) goto done;
         int rr = reply(&c);
         if (rr < 0) goto done;
-        if (rr > 0) {
-            c.msgs.len = keep; /* the turn did not fit: forget it */
-            c.msgs.s[keep] = 0;
-        }
+        if (rr > 0) drop_messages(&c, keep < c.n_msgs ? keep : c.n_msgs - 1, c.n_msgs); /* did not fit: forget it */
+        answered |= rr == 0;
     }
     rc = 0;
     goto done;
@@ -474,8 +640,11 @@ usage_error:
 done:
     free(line);
     free(tmpl_text);
-    free(c.msgs.s);
+    drop_messages(&c, 0, c.n_msgs);
+    free(c.msgs);
     free(c.cached);
+    free(c.gen);
+    free(path);
     llm170_context_free(c.ctx);
     llm170_model_free(c.model);
     return rc;

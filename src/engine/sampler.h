@@ -3,6 +3,11 @@
  * The chain, in llama.cpp's order: repetition / presence / frequency penalties over the last
  * penalty_last_n accepted tokens -> top-k -> top-p -> min-p -> temperature -> a draw from the seeded
  * generator. temperature <= 0 means greedy (argmax of the penalised logits; ties to the lowest id).
+ * Candidates are ordered by logit, ties to the lowest id, but never the whole vocabulary when it need not
+ * be: only as long a sorted prefix as the filters and the draw reach is selected (a heap pass for the top
+ * j, doubled when more is needed), so top-k 40 costs a scan, not a sort of 150k-260k entries. The
+ * distribution and the token chosen for a given draw are those of a full sort (tests/engine/
+ * test_sampler_select.c holds the full-sort implementation and checks this on random logits).
  * Ownership: a sampler owns its scratch and history; it never keeps the logits pointer. */
 #ifndef LLM170_ENGINE_SAMPLER_H
 #define LLM170_ENGINE_SAMPLER_H
@@ -35,7 +40,12 @@ void sampler_free(sampler *s);
 /* Records a token of the sequence (prompt or generated) for the penalties. */
 void sampler_accept(sampler *s, int32_t token);
 
-/* Picks the next token from logits[n_vocab] (not modified). */
+/* Picks the next token from logits[n_vocab] (not modified); at temperature > 0 one draw of the seeded
+ * generator is used. */
 int32_t sampler_sample(sampler *s, const float *logits);
+
+/* The same choice with the draw given: u uniform in [0, 1) picks the first candidate (in the order above)
+ * whose cumulative probability exceeds u. Consumes no random numbers (for tests against a reference). */
+int32_t sampler_pick(sampler *s, const float *logits, double u);
 
 #endif

@@ -10,6 +10,8 @@ dir=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
+# the SDKs come from scripts/test.sh's project-local venv when it exists
+py=python3; [ -x .cache/venv-test/bin/python ] && py=.cache/venv-test/bin/python
 fail() { echo "FAIL: $*" >&2; for l in "$dir"/*.log; do [ -f "$l" ] && tail -20 "$l" >&2; done; exit 1; }
 
 "$bin" synth --preset tiny-qwen35 --out "$dir/m.gguf" --type q8_0 >/dev/null 2>&1 || fail "synth"
@@ -32,7 +34,7 @@ start_server "$dir/main.log" --parallel 8 --ctx-size 256 --threads 1 --api-key t
 main=$port
 start_server "$dir/queue.log" --parallel 1 --queue 1 --ctx-size 8192 --threads 1
 LLM170_URL="http://127.0.0.1:$main" LLM170_QURL="http://127.0.0.1:$port" LLM170_KEY=test-key-123 \
-  LLM170_MODEL=tiny LLM170_CTX=256 python3 tests/server/test_sdk.py || fail "test_sdk.py"
+  LLM170_MODEL=tiny LLM170_CTX=256 "$py" tests/server/test_sdk.py || fail "test_sdk.py (SDKs: scripts/test.sh installs them)"
 
 for p in "${pids[@]}"; do kill -TERM "$p"; done
 for p in "${pids[@]}"; do wait "$p" || fail "server exit status $? after SIGTERM"; done
