@@ -126,6 +126,7 @@ def write_ref(path, ref, args):
             for s, (tok, lp, top) in enumerate(steps):
                 f.write(f"gen {i} {s} {tok} {lp:.6f} " + " ".join(f"{t} {l:.6f}" for t, l in top) + "\n")
         for ctx, v in ref["ppl"].items():
+            f.write(f"# perplexity: llama-perplexity -c {ctx} -b {ctx} -t {args.threads} on {args.ppl_file}\n")
             f.write(f"ppl {ctx} {v:.4f}\n")
 
 
@@ -209,6 +210,7 @@ def main():
     ap.add_argument("--llamacpp-flags", default="", help="extra flags for llama-server and llama-perplexity")
     ap.add_argument("--ref", help="a golden file to compare against instead of running llama.cpp")
     ap.add_argument("--write-ref", help="write llama.cpp's results as a golden file")
+    ap.add_argument("--ref-only", action="store_true", help="with --write-ref: write it and stop (no llm170 run)")
     ap.add_argument("--ref-label", default="llama-cpp-python 0.3.36 sdist, CPU build")
     ap.add_argument("--prompts", default="tests/crosscheck/prompts.txt")
     ap.add_argument("-n", "--n-predict", type=int, default=64)
@@ -226,6 +228,8 @@ def main():
     ref = read_ref(args.ref) if args.ref else llamacpp_reference(args, prompts)
     if args.write_ref:
         write_ref(args.write_ref, ref, args)
+        if args.ref_only:
+            return
     ours = llm170_streams(args, ref)
 
     bad = 0

@@ -9,8 +9,10 @@ Conversations: CONVS below (system prompt, multi-turn, tool calls with tools, th
 each with add_generation_prompt on and off, and enable_thinking unset / false / true where the template
 reads it. strftime_now is pinned to NOW (UTC) on both sides so fixtures do not depend on the date.
 
-Manifest line: case TEMPLATE CONV TOOLS|- FLAGS EXPECTED|!error
+Manifest line: case TEMPLATE CONV TOOLS|- FLAGS EXPECTED|!CLASS [MESSAGE]
   FLAGS: g = add_generation_prompt, t/T = enable_thinking false/true (absent: not passed)
+  !CLASS: jinja2 raised instead of rendering; CLASS is the exception's class (TemplateError: the template
+  called raise_exception, MESSAGE is what it said; TypeError; UndefinedError), which our error must match
 usage: scripts/gen_chat_fixtures.py [--templates DIR] [--out DIR] [--all]
 """
 import argparse
@@ -134,7 +136,9 @@ def main():
                             open(os.path.join(a.out, "expected", exp), "w", encoding="utf-8", newline="").write(text)
                         n_ok += 1
                     except Exception as ex:  # the template refuses this conversation: we must refuse too
-                        exp = "!error"
+                        exp = "!" + type(ex).__name__
+                        if type(ex).__name__ == "TemplateError":  # raise_exception: its message, on one line
+                            exp += " " + " ".join(str(ex).split())
                         n_err += 1
                         if not write:
                             print(f"  {case}: jinja2 raised {type(ex).__name__}: {str(ex)[:80]}", file=sys.stderr)

@@ -2,7 +2,7 @@
  * of popular model families on conversations with system prompts, several turns, tool calls, thinking and
  * content parts (tests/chat/fixtures, made by scripts/gen_chat_fixtures.py; strftime_now pinned to
  * 2026-01-01 UTC on both sides). Where jinja2 raised (the template refuses that conversation), we must
- * fail too. Also: Jinja semantics in isolation, the built-in templates, and errors that name the line. */
+ * fail too, with an error of the class jinja2 raised (and raise_exception's own message). Also: Jinja semantics in isolation, the built-in templates, and errors that name the line. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,15 +24,53 @@ static char *slurp(const char *path, size_t *n) {
     return b;
 }
 
+/* The class of one of our render errors, in jinja2's terms: TemplateError (the template called
+ * raise_exception), UndefinedError (an undefined value was used: called, indexed, serialized), TypeError
+ * (an operation on values of the wrong types), or "other" (syntax, unsupported constructs, caps). */
+static const char *error_class(const char *msg) {
+    static const char *type_errors[] = {"unsupported operand types", "is not callable", "cannot index a",
+                                        "indices must be integers", "cannot iterate over", "cannot compare",
+                                        "bad operand", "cannot slice", "cannot unpack", "expected a string, found",
+                                        "expected an integer, found", "expected a sequence, found", "needs a string"};
+    if (strstr(msg, "raise_exception: ")) return "TemplateError";
+    if (strstr(msg, "undefined")) return "UndefinedError";
+    for (size_t i = 0; i < sizeof type_errors / sizeof *type_errors; i++)
+        if (strstr(msg, type_errors[i])) return "TypeError";
+    return "other";
+}
+
+/* A case where jinja2 raised (manifest "!CLASS [MESSAGE]"): we must fail with an error of that class, and
+ * for raise_exception with the template's own message. True if so. */
+static bool error_matches(const char *tname, const char *conv, const char *flags, int rc, const err *e,
+                          const char *want_class, const char *want_msg) {
+    if (rc == 0) {
+        CHECKF(0, "%s %s %s: jinja2 raised %s but we rendered", tname, conv, flags, want_class);
+        return false;
+    }
+    const char *got = error_class(e->msg);
+    bool ok = !strcmp(got, want_class);
+    if (ok && want_msg[0]) {
+        const char *p = strstr(e->msg, "raise_exception: ");
+        ok = p && !strcmp(p + strlen("raise_exception: "), want_msg);
+    }
+    CHECKF(ok, "%s %s %s: jinja2 raised %s%s%s; our error (%s) is: %s", tname, conv, flags, want_class,
+           want_msg[0] ? ": " : "", want_msg, got, e->msg);
+    return ok;
+}
+
 static void run_manifest(void) {
     FILE *m = fopen(FIX "manifest.txt", "r");
     CHECKF(m != NULL, "cannot open " FIX "manifest.txt (run from the repo root)");
     if (!m) return;
     char line[1024], last_tmpl[256] = "";
-    int n = 0, same = 0, tmpl_cases = 0, tmpl_same = 0;
+    int n = 0, same = 0, n_err = 0, tmpl_cases = 0, tmpl_same = 0;
     while (fgets(line, sizeof line, m)) {
         char tname[256], conv[64], tools[16], flags[8], exp[512];
-        if (sscanf(line, "case %255s %63s %15s %7s %511s", tname, conv, tools, flags, exp) != 5) continue;
+        int used = 0;
+        if (sscanf(line, "case %255s %63s %15s %7s %511s%n", tname, conv, tools, flags, exp, &used) != 5) continue;
+        char *want_msg = line + used; /* "!TemplateError MESSAGE": the message raise_exception was given */
+        want_msg += strspn(want_msg, " ");
+        want_msg[strcspn(want_msg, "\n")] = 0;
         if (strcmp(tname, last_tmpl)) {
             if (last_tmpl[0]) printf("  %-45s %d/%d identical\n", last_tmpl, tmpl_same, tmpl_cases);
             snprintf(last_tmpl, sizeof last_tmpl, "%s", tname);
@@ -46,7 +84,7 @@ static void run_manifest(void) {
         char *msgs = slurp(path, &mn);
         char *tl = strcmp(tools, "-") ? slurp(FIX "conv/functions.json", &tln) : NULL;
         char *want = NULL;
-        if (strcmp(exp, "!error")) {
+        if (exp[0] != '!') {
             snprintf(path, sizeof path, FIX "expected/%s", exp);
             want = slurp(path, &en);
         }
@@ -70,8 +108,8 @@ static void run_manifest(void) {
                        flags, rc ? e.msg : "rendered", d, rc ? "" : out + d, want + d);
             }
         } else {
-            ok = rc != 0;
-            CHECKF(ok, "%s %s %s: jinja2 raised but we rendered %zu bytes", tname, conv, flags, on);
+            ok = error_matches(tname, conv, flags, rc, &e, exp + 1, want_msg);
+            n_err += ok;
         }
         n++, same += ok, tmpl_cases++, tmpl_same += ok;
         free(out);
@@ -82,7 +120,7 @@ static void run_manifest(void) {
     }
     if (last_tmpl[0]) printf("  %-45s %d/%d identical\n", last_tmpl, tmpl_same, tmpl_cases);
     fclose(m);
-    printf("%d template cases: %d identical to jinja2 (errors where jinja2 raised)\n", n, same);
+    printf("%d template cases: %d identical to jinja2, %d of them errors of the class jinja2 raised\n", n, same, n_err);
     CHECKF(n >= 300, "expected the committed fixtures, found %d cases", n);
 }
 

@@ -20,13 +20,16 @@
  * that step to every later position (measured ~1e-2 of the logit range on these noise models), so the
  * bound there is looser. A wrong chunk boundary or a state bug gives O(1) differences. */
 #define TOL_F32 2e-5f
-#define TOL_QUANT 3e-2f
+/* TOL_QUANT and TOL_QUANT_MOE: 1.5x the largest difference over 12 model seeds (LLM170_QWEN35_SEEDS=12,
+ * AVX2: qwen35 Q8_0 mean 1.64e-2, max 2.26e-2; qwen35moe Q8_0 mean 5.80e-2, max 1.29e-1); the earlier
+ * 3e-2 and 0.15 were fitted to seed 7 alone and left 1.3x and 1.16x of margin over these 12. */
+#define TOL_QUANT 3.5e-2f
 /* With quantized experts, such a step can also flip a token's top-k choice between two near-equal router
  * scores, and that token's FFN output then changes by the difference of two experts (the golden test
  * sees 0.11 against transformers for the same reason). Measured up to 7e-2 here (chunks of 1, with
  * row-by-row kernels throughout, as much as with the int8 products); a state or boundary bug still gives
  * O(1). */
-#define TOL_QUANT_MOE 0.15f
+#define TOL_QUANT_MOE 0.2f
 
 static float rel_diff(const float *a, const float *b, int n) {
     float num = 0, den = 0;
@@ -67,14 +70,18 @@ static int prefill_last(llm170_model *m, const int32_t *tokens, int n, float *ou
     return rc;
 }
 
-static void check_model(const char *preset, const char *mix, int n_threads) {
+/* The largest chunking / decode difference check_model saw (for LLM170_QWEN35_SEEDS). */
+static float seen_max;
+
+static void check_model(const char *preset, const char *mix, int n_threads, uint64_t seed) {
     float TOL = !strcmp(mix, "f32") ? TOL_F32 : strstr(preset, "moe") ? TOL_QUANT_MOE : TOL_QUANT;
+    seen_max = 0;
     char path[] = "/tmp/llm170-inv-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
     err e = {0};
-    int rc = synth_write(synth_preset_find(preset), synth_mix_from_name(mix), 7, path, NULL, NULL, &e);
+    int rc = synth_write(synth_preset_find(preset), synth_mix_from_name(mix), seed, path, NULL, NULL, &e);
     CHECKF(rc == 0, "synth %s: %s", preset, e.msg);
     llm170_model *m = NULL;
     llm170_model_params mp = {.n_threads = n_threads, .exact = false};
@@ -87,7 +94,7 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
     int V = llm170_model_n_vocab(m), T = 130;
     int32_t tok[600];
     rng r;
-    rng_seed(&r, 1);
+    rng_seed(&r, seed == 7 ? 1 : seed);
     for (int i = 0; i < 600; i++) tok[i] = (int32_t)(rng_u64(&r) % (uint64_t)V);
     float *ref = malloc(sizeof(float) * (size_t)T * V), *got = malloc(sizeof(float) * (size_t)T * V);
     CHECK(prefill(m, tok, T, 512, ref) == 0);
@@ -98,6 +105,7 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
         printf("%s %s threads=%d: prefill in chunks of %2d vs one pass: max rel diff %.2e\n", preset, mix, n_threads,
                chunks[i], d);
         CHECKF(d < TOL, "%s chunk %d: %g", preset, chunks[i], d);
+        if (d > seen_max) seen_max = d;
     }
     /* chunks of 512 need a longer prompt: 600 tokens in one pass vs 512 + 88 */
     {
@@ -108,6 +116,7 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
         printf("%s %s threads=%d: prefill of 600 in chunks of 512 vs one pass: max rel diff %.2e\n", preset, mix,
                n_threads, d);
         CHECKF(d < TOL, "%s chunk 512: %g", preset, d);
+        if (d > seen_max) seen_max = d;
         free(r600);
         free(g600);
     }
@@ -137,6 +146,7 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
     float d = rel_diff(llm170_logits(c, 1), got + (size_t)7 * V, V);
     printf("%s %s: decode step after a batched prefill vs one pass: max rel diff %.2e\n", preset, mix, d);
     CHECKF(d < TOL, "%s decode vs prefill: %g", preset, d);
+    if (d > seen_max) seen_max = d;
     /* bad input */
     int32_t bad = V;
     llm170_seq_batch bb = {.seq = 1, .n_tokens = 1, .tokens = &bad};
@@ -155,10 +165,31 @@ static void check_model(const char *preset, const char *mix, int n_threads) {
     unlink(path);
 }
 
+/* LLM170_QWEN35_SEEDS=N: the largest difference per model seed 1..N, for the quantized models (the
+ * measurement behind TOL_QUANT and TOL_QUANT_MOE). */
+static void measure_seeds(int n) {
+    const char *presets[] = {"tiny-qwen35", "tiny-qwen35moe"};
+    for (int p = 0; p < 2; p++) {
+        float mx = 0, sum = 0;
+        for (int k = 1; k <= n; k++) {
+            check_model(presets[p], "q8_0", 2, (uint64_t)k);
+            printf("SEED %s %d %.3e\n", presets[p], k, seen_max);
+            sum += seen_max;
+            if (seen_max > mx) mx = seen_max;
+        }
+        printf("%s q8_0 over %d model seeds: largest difference mean %.3e, max %.3e\n", presets[p], n, sum / n, mx);
+    }
+}
+
 int main(void) {
-    check_model("tiny-qwen35", "f32", 1);
-    check_model("tiny-qwen35", "q8_0", 2);
-    check_model("tiny-qwen35moe", "f32", 2);
-    check_model("tiny-qwen35moe", "q8_0", 2); /* quantized experts: bulk rows per (sequence, expert) */
+    const char *env = getenv("LLM170_QWEN35_SEEDS");
+    if (env && atoi(env) > 0) {
+        measure_seeds(atoi(env));
+        return check_report("test_qwen35_invariants");
+    }
+    check_model("tiny-qwen35", "f32", 1, 7);
+    check_model("tiny-qwen35", "q8_0", 2, 7);
+    check_model("tiny-qwen35moe", "f32", 2, 7);
+    check_model("tiny-qwen35moe", "q8_0", 2, 7); /* quantized experts: bulk rows per (sequence, expert) */
     return check_report("test_qwen35_invariants");
 }

@@ -9,9 +9,10 @@
  * Tolerances: on the exact path (weights dequantized to f32, f32 activations) 1e-4 for every file (the
  * issue's bound for F16; for Q8_0 / Q4_K_M files the reference is transformers on the same dequantized
  * weights, so the same bound applies). On the fast path (activations quantized to Q8 / rounded to F16 for
- * the dot products, as llama.cpp pairs them): 1e-2 for F16, 3e-2 for Q8_0 and Q4_K_M, 1.5e-1 for the MoE
- * model's quantized files (int8 activations flip near-tied router choices at a few positions, which moves
- * those positions' logits by ~0.1). The greedy stream must equal the reference token for token on the
+ * the dot products, as llama.cpp pairs them): 1e-2 for F16; for the quantized files the values of
+ * qwen35_tol.h, derived from the error's distribution over 100 random prompts and checked on 16 of them
+ * by test_qwen35_tolerance (int8 activations; in the MoE model they also flip near-tied router choices at
+ * a few positions, which moves those positions' logits by ~0.1-0.3). The greedy stream must equal the reference token for token on the
  * exact path; on the fast path it must too, or else diverge only at a near tie (our token in the
  * reference's top 6 and its logprob within 1.5 nats of the reference's top 1: LESSONS.md's rule). Batch and MTP checks run on the F16 files
  * (their references use the float weights).
@@ -27,6 +28,7 @@
 
 #include "check.h"
 #include "llm170.h"
+#include "models/qwen35_tol.h"
 #include "models/refio.h"
 
 typedef struct golden_case {
@@ -39,11 +41,11 @@ typedef struct golden_case {
 #define F32 LLM170_CACHE_F32
 static const golden_case cases[] = {
     {"qwen35", "f16", true, 1e-4f, F32},      {"qwen35", "f16", false, 1e-2f, F32},
-    {"qwen35", "q8_0", true, 1e-4f, F32},     {"qwen35", "q8_0", false, 3e-2f, F32},
-    {"qwen35", "q4_k_m", true, 1e-4f, F32},   {"qwen35", "q4_k_m", false, 3e-2f, F32},
+    {"qwen35", "q8_0", true, 1e-4f, F32},     {"qwen35", "q8_0", false, QWEN35_TOL_FAST_Q8_0, F32},
+    {"qwen35", "q4_k_m", true, 1e-4f, F32},   {"qwen35", "q4_k_m", false, QWEN35_TOL_FAST_Q4_K_M, F32},
     {"qwen35moe", "f16", true, 1e-4f, F32},   {"qwen35moe", "f16", false, 1e-2f, F32},
-    {"qwen35moe", "q8_0", true, 1e-4f, F32},  {"qwen35moe", "q8_0", false, 1.5e-1f, F32},
-    {"qwen35moe", "q4_k_m", true, 1e-4f, F32}, {"qwen35moe", "q4_k_m", false, 1.5e-1f, F32},
+    {"qwen35moe", "q8_0", true, 1e-4f, F32},  {"qwen35moe", "q8_0", false, QWEN35MOE_TOL_FAST_Q8_0, F32},
+    {"qwen35moe", "q4_k_m", true, 1e-4f, F32}, {"qwen35moe", "q4_k_m", false, QWEN35MOE_TOL_FAST_Q4_K_M, F32},
     {"qwen35", "f16", false, 1e-2f, LLM170_CACHE_F16}, {"qwen35moe", "f16", false, 1e-2f, LLM170_CACHE_F16},
     {"qwen35", "f16", false, 2e-2f, LLM170_CACHE_Q8_0}, {"qwen35moe", "f16", false, 2e-2f, LLM170_CACHE_Q8_0},
 };
