@@ -230,3 +230,28 @@ void ref_gdn_chunk(float *S, const float *q, const float *k, const float *v, con
         }
     }
 }
+
+void ref_moe_route(const float *l, int E, int K, bool sigmoid, bool renorm, float *p, int32_t *sel, float *w) {
+    if (!sigmoid) {
+        float mx = -INFINITY;
+        double sum = 0;
+        for (int i = 0; i < E; i++) mx = l[i] > mx ? l[i] : mx;
+        for (int i = 0; i < E; i++) sum += (p[i] = expf(l[i] - mx));
+        for (int i = 0; i < E; i++) p[i] = (float)(p[i] / sum);
+    } else {
+        for (int i = 0; i < E; i++) p[i] = 1.0f / (1.0f + expf(-l[i]));
+    }
+    float tot = 0;
+    for (int j = 0; j < K; j++) { /* top-k by selection; ties go to the lower expert id */
+        int best = -1;
+        for (int i = 0; i < E; i++) {
+            bool taken = false;
+            for (int q = 0; q < j; q++) taken |= sel[q] == i;
+            if (!taken && (best < 0 || p[i] > p[best])) best = i;
+        }
+        sel[j] = best;
+        tot += w[j] = p[best];
+    }
+    if (renorm)
+        for (int j = 0; j < K; j++) w[j] /= tot;
+}

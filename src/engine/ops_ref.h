@@ -8,6 +8,7 @@
 #ifndef LLM170_ENGINE_OPS_REF_H
 #define LLM170_ENGINE_OPS_REF_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* y[T][C] = x / sqrt(mean(x^2) + eps) * w   (w may be NULL: no weight). y may alias x. */
@@ -79,5 +80,10 @@ void ref_gdn_chunk(float *S, const float *q, const float *k, const float *v, con
                    const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, int chunk,
                    enum gdn_head_map map, float *scratch);
 int64_t ref_gdn_chunk_scratch(int chunk, int Dk, int Dv);
+
+/* MoE routing of one token: p[E] = softmax(logits) (sigmoid(logits) when `sigmoid`), sel[K] the K experts
+ * of largest p, best first, ties to the lower expert id, w[K] their p, divided by their sum when renorm.
+ * p is the caller's scratch of E floats (it holds the gate values afterwards). Needs 1 <= K <= E. */
+void ref_moe_route(const float *logits, int E, int K, bool sigmoid, bool renorm, float *p, int32_t *sel, float *w);
 
 #endif

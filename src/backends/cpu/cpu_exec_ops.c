@@ -192,34 +192,9 @@ static void cpu_moe_route(exec *x, const float *logits, int32_t *sel, float *wse
                   (int)(sizeof p / sizeof p[0]));
         return;
     }
-    for (int t = 0; t < T; t++) {
-        const float *l = logits + (int64_t)t * E;
-        if (gating == MOE_SOFTMAX) {
-            float mx = -INFINITY;
-            double sum = 0;
-            for (int i = 0; i < E; i++) mx = l[i] > mx ? l[i] : mx;
-            for (int i = 0; i < E; i++) sum += (p[i] = expf(l[i] - mx));
-            for (int i = 0; i < E; i++) p[i] = (float)(p[i] / sum);
-        } else {
-            for (int i = 0; i < E; i++) p[i] = 1.0f / (1.0f + expf(-l[i]));
-        }
-        float tot = 0;
-        int32_t *s = sel + (int64_t)t * K;
-        float *ws = wsel + (int64_t)t * K;
-        for (int j = 0; j < K; j++) { /* top-k by selection; ties go to the lower expert id */
-            int best = -1;
-            for (int i = 0; i < E; i++) {
-                bool taken = false;
-                for (int q = 0; q < j; q++) taken |= s[q] == i;
-                if (!taken && (best < 0 || p[i] > p[best])) best = i;
-            }
-            if (best < 0) return; /* K <= E: not reached */
-            s[j] = best;
-            tot += ws[j] = p[best];
-        }
-        if (renorm)
-            for (int j = 0; j < K; j++) ws[j] /= tot;
-    }
+    for (int t = 0; t < T; t++)
+        ref_moe_route(logits + (int64_t)t * E, E, K, gating == MOE_SIGMOID, renorm, p, sel + (int64_t)t * K,
+                      wsel + (int64_t)t * K);
 }
 
 static void cpu_moe_combine(exec *x, float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K,

@@ -19,34 +19,9 @@
 #include "backends/cuda/check_decode.h"
 #include "backends/cuda/check_util.h"
 #include "backends/cuda/kernels.h"
+#include "engine/ops_ref.h"
 
 #define U24 0x1p-24
-
-static void ref_route(const float *l, int E, int K, enum cuda_moe_gating gating, int renorm, float *p, int *sel,
-                      float *w) {
-    if (gating == CUDA_MOE_SOFTMAX) {
-        float mx = -INFINITY;
-        double sum = 0;
-        for (int i = 0; i < E; i++) mx = l[i] > mx ? l[i] : mx;
-        for (int i = 0; i < E; i++) sum += (p[i] = expf(l[i] - mx));
-        for (int i = 0; i < E; i++) p[i] = (float)(p[i] / sum);
-    } else {
-        for (int i = 0; i < E; i++) p[i] = 1.0f / (1.0f + expf(-l[i]));
-    }
-    float tot = 0;
-    for (int j = 0; j < K; j++) {
-        int best = -1;
-        for (int i = 0; i < E; i++) {
-            bool taken = false;
-            for (int q = 0; q < j; q++) taken |= sel[q] == i;
-            if (!taken && (best < 0 || p[i] > p[best])) best = i;
-        }
-        sel[j] = best;
-        tot += w[j] = p[best];
-    }
-    if (renorm)
-        for (int j = 0; j < K; j++) w[j] /= tot;
-}
 
 int check_moe_route(int T, int E, int K, enum cuda_moe_gating gating, int renorm, uint64_t seed,
                     cuda_check_result *res, err *e) {
@@ -55,7 +30,7 @@ int check_moe_route(int T, int E, int K, enum cuda_moe_gating gating, int renorm
     float *l = hmalloc(4 * (size_t)T * E, e), *w = hmalloc(4 * (size_t)T * K, e), *p = hmalloc(4 * (size_t)E, e);
     float *rw = hmalloc(4 * (size_t)K, e);
     int32_t *ids = hmalloc(4 * (size_t)T * K, e);
-    int *rsel = hmalloc(sizeof(int) * (size_t)K, e);
+    int32_t *rsel = hmalloc(sizeof(int32_t) * (size_t)K, e);
     if (!l || !w || !p || !rw || !ids || !rsel) {
         rc = ERR_NOMEM;
         goto done;
@@ -84,7 +59,7 @@ int check_moe_route(int T, int E, int K, enum cuda_moe_gating gating, int renorm
     tally_init(&tw);
     int64_t wrong = 0, near = 0;
     for (int t = 0; t < T; t++) {
-        ref_route(l + (size_t)t * E, E, K, gating, renorm, p, rsel, rw);
+        ref_moe_route(l + (size_t)t * E, E, K, gating == CUDA_MOE_SIGMOID, renorm, p, rsel, rw);
         for (int j = 0; j < K; j++) {
             int gi = ids[(size_t)t * K + j];
             if (gi != rsel[j]) {
