@@ -94,7 +94,8 @@ def test_chat_page():
         type_into("#maxtok", "4000")
         type_into("#input", "Tell me a very long story.")
         click("#send")
-        wait(lambda: (last_assistant() or {}).get("body", "").strip() and not js(
+        wait(lambda: js("return document.querySelectorAll('.msg.assistant').length") == 2 and
+             (last_assistant() or {}).get("body", "").strip() and not js(
             "return document.getElementById('stop').disabled"), 120, "the long answer to start")
         click("#stop")
         stopped = wait(lambda: (lambda m: m if m and "stopped" in m["stats"] else None)(last_assistant()), 30,
