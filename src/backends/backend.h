@@ -56,7 +56,9 @@ typedef struct exec_plan {
     int n_ctx;        /* the longest sequence a pass attends over */
     int max_in;       /* widest matmul input (largest weight ne[0]); 0 = the device's largest */
     int attn_d;       /* attention head dim (0: no attention) */
+    int attn_hq;      /* attention query heads (0: unknown; a GPU's decode attention scratch is sized by it) */
     int gdn_dk, gdn_dv; /* delta-rule key / value head dims (0: none) */
+    int gdn_hv;       /* delta-rule value heads (0: unknown; a GPU's chunked-form scratch is sized by it) */
     int moe_k;        /* experts per token (0: no MoE) */
     int n_threads;    /* CPU threads (CPU executors) */
 } exec_plan;
@@ -93,6 +95,9 @@ typedef struct backend_ops {
     int (*weight_init)(backend *b, weight *w, const gguf_tensor *t, err *e);
     /* A new executor for plan; NULL with a message (needed vs available) when its scratch does not fit. */
     exec *(*exec_new)(backend *b, const exec_plan *plan, err *e);
+    /* backend_default_cache_type / backend_cache_type_ok for this device; NULL: the CPU's answers */
+    enum qtype (*default_cache_type)(const backend *b);
+    bool (*cache_type_ok)(const backend *b, enum qtype t, int64_t D);
 } backend_ops;
 
 typedef struct exec_ops {
@@ -136,7 +141,9 @@ typedef struct exec_ops {
     void (*l2_norm)(exec *x, float *io, int T, int H, int D, float eps, float scale);
     /* attention of T queries over a sequence's cache of S positions (see ref_attention); k and v: caches
      * of type tk / tv (rows of Hkv*D values; F32, F16, BF16 or Q8_0); qpos, kpos: device int32; window:
-     * sliding-window size, or ATTN_NO_WINDOW */
+     * sliding-window size, or ATTN_NO_WINDOW. The queries of one call are consecutive positions (qpos[t] =
+     * qpos[0] + t) and cache slot s holds position s (kpos[s] = s): a GPU's flash-attention prefill reads
+     * only qpos[0] */
     void (*attention)(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv, float *out,
                       const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale,
                       int window);
@@ -199,10 +206,20 @@ bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D);
  * a GPU's will be F16 (llama.cpp's default). */
 enum qtype backend_default_cache_type(const backend *b);
 
-/* Devices this build has ("cpu", later "cuda:N"), as a comma-separated list. */
+/* Devices other than the CPU come from providers registered at start-up (the CUDA backend is its own
+ * library, linked by the CLI, which calls cuda_backend_register: the core does not depend on it).
+ * backend_register is not thread-safe: call it before any backend_open. */
+typedef struct backend_provider {
+    const char *prefix;                 /* "cuda": opens "cuda" and "cuda:N" */
+    const char *(*list)(void);          /* this machine's devices, comma-separated ("" when none) */
+    backend *(*open)(const char *device, int n_threads, bool exact, err *e);
+} backend_provider;
+void backend_register(const backend_provider *p);
+
+/* Devices this build has on this machine ("cpu", "cpu,cuda:0"), as a comma-separated list. */
 const char *backend_devices(void);
-/* Opens the named device ("cpu"; NULL or "" = "cpu"). Unknown or unavailable: an error listing the
- * devices this build has. */
+/* Opens the named device ("cpu", "cuda", "cuda:N"; NULL or "" = "cpu"). Unknown or unavailable: an
+ * error listing the devices this build has; never another device in its place. */
 backend *backend_open(const char *device, int n_threads, bool exact, err *e);
 
 /* The CPU backend with n_threads threads per executor (>= 1). `exact` selects the f32 reference path for

@@ -60,6 +60,8 @@ fail:
     return -1;
 }
 
+static const char *bench_backend = "CPU"; /* the table's backend column, llama-bench's names */
+
 static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double size_mib, double params_m,
                     int threads, const char *name, int n_prompt, int n_gen, int n_par, int depth, int reps) {
     rng r;
@@ -76,7 +78,7 @@ static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double s
     double mean = sum / reps, sd = reps > 1 ? sqrt(fmax(0, (sum2 - reps * mean * mean) / (reps - 1))) : 0;
     char tps[64];
     snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
-    printf("| %-30s | %10.2f MiB | %8.2f M | %-10s | %7d | %15s | %20s |\n", desc, size_mib, params_m, "CPU", threads,
+    printf("| %-30s | %10.2f MiB | %8.2f M | %-10s | %7d | %15s | %20s |\n", desc, size_mib, params_m, bench_backend, threads,
            name, tps);
     fflush(stdout);
     return 0;
@@ -96,7 +98,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) ok = args_int("bench", a, v, 0, 1 << 20, &n_gen);
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) ok = args_int("bench", a, v, 1, 1000, &reps);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = args_int("bench", a, v, 1, 1024, &mp.n_threads);
-        else if (!strcmp(a, "--device") || !strcmp(a, "-dev")) mp.device = v;
+        else if (!strcmp(a, "--device") || !strcmp(a, "-dev")) mp.device = v, bench_backend = strncmp(v, "cuda", 4) ? "CPU" : "CUDA";
         else if (args_cache_flags("bench", a, v, &ctk, &ctv, &ok)) {
         }
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) ok = args_int("bench", a, v, 1, 256, &n_par);

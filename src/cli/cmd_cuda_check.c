@@ -1,7 +1,10 @@
 /* llm170 cuda-check: runs every conformance case of the CUDA kernels (decode and prefill tables of
- * backends/cuda/cuda_check.h) on one device and prints op, variant, max error, tolerance and pass; with
- * --bench also the kernel time, GB/s and % of the H200's measured 4450 GB/s (or TFLOP/s). Exits 1 if any
- * case fails or errs, 2 on a usage error. In a build without CUDA it says so and exits 1. */
+ * backends/cuda/cuda_check.h, the last decode case being the backend conformance suite on the CUDA
+ * executor) on one device and prints op, variant, max error, tolerance and pass; with --bench also the
+ * kernel time, GB/s and % of the H200's measured 4450 GB/s (or TFLOP/s). With --engine instead: synth
+ * models of every arch (tiny-llama, tiny-qwen35, tiny-qwen35moe; q4_k_m, q8_0, f16 mixes, written to
+ * --dir) and every --model FILE run on the CPU and on the GPU and compared (cli/engine_check.c). Exits 1
+ * if any case fails or errs, 2 on a usage error. In a build without CUDA it says so and exits 1. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,8 +13,11 @@
 #include "cli/cli.h"
 
 #ifdef LLM170_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_util.h"
+#include "cli/engine_check.h"
+#include "synth/synth.h"
 
 #define PEAK_GBPS 4450.0 /* H200 read bandwidth measured with a streaming kernel (shared/GPU.md) */
 
@@ -61,14 +67,53 @@ static void run_table(const cuda_check_case *cases, int n, const char *filter, u
     }
 }
 
+/* --engine: synth models of every arch in three mixes, then the given files, CPU vs cuda:dev */
+static int run_engine(int dev, const char *dir, const char **models, int n_models, int n_threads) {
+    static const char *presets[] = {"tiny-llama", "tiny-qwen35", "tiny-qwen35moe"};
+    static const char *mixes[] = {"q4_k_m", "q8_0", "f16"};
+    char ddut[32], path[1024], label[128];
+    snprintf(ddut, sizeof ddut, "cuda:%d", dev);
+    engine_check_header("cpu", ddut);
+    int bad = 0, n = 0;
+    for (size_t p = 0; p < sizeof presets / sizeof presets[0]; p++)
+        for (size_t m = 0; m < sizeof mixes / sizeof mixes[0]; m++) {
+            err e = {0};
+            snprintf(path, sizeof path, "%s/engine-check-%s-%s.gguf", dir, presets[p], mixes[m]);
+            snprintf(label, sizeof label, "%s %s", presets[p], mixes[m]);
+            const synth_preset *sp = synth_preset_find(presets[p]);
+            if (!sp || synth_write(sp, (enum synth_mix)synth_mix_from_name(mixes[m]), 170, path, NULL, NULL, &e)) {
+                printf("| %s | - | - | - | - | FAIL | synth: %s\n", label, sp ? e.msg : "no such preset");
+                bad++;
+                continue;
+            }
+            bad += engine_check_model(path, label, "cpu", ddut, n_threads);
+            n++;
+            remove(path);
+        }
+    for (int i = 0; i < n_models; i++, n++) bad += engine_check_model(models[i], models[i], "cpu", ddut, n_threads);
+    printf("engine check: %d models, %d failed\n", n, bad);
+    return bad ? 1 : 0;
+}
+
 int cmd_cuda_check(int argc, char **argv) {
-    const char *cmd = "cuda-check", *filter = NULL;
-    bool bench = false;
+    const char *cmd = "cuda-check", *filter = NULL, *dir = "/tmp";
+    const char *models[16];
+    int n_models = 0, n_threads = 4;
+    bool bench = false, engine = false;
     uint64_t seed = 1;
     int dev = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (!strcmp(argv[i], "--bench")) bench = true;
+        else if (!strcmp(argv[i], "--engine")) engine = true;
+        else if (!strcmp(argv[i], "--dir")) {
+            if (!(dir = args_value(cmd, argc, argv, &i))) return 2;
+        } else if (!strcmp(argv[i], "--model")) {
+            if (!(v = args_value(cmd, argc, argv, &i))) return 2;
+            if (n_models < 16) models[n_models++] = v;
+        } else if (!strcmp(argv[i], "-t")) {
+            if (!(v = args_value(cmd, argc, argv, &i)) || !args_int(cmd, "-t", v, 1, 256, &n_threads)) return 2;
+        }
         else if (!strcmp(argv[i], "--filter")) {
             if (!(filter = args_value(cmd, argc, argv, &i))) return 2;
         } else if (!strcmp(argv[i], "--seed")) {
@@ -86,6 +131,7 @@ int cmd_cuda_check(int argc, char **argv) {
         fprintf(stderr, "llm170 cuda-check: %s\n", e.msg);
         return 1;
     }
+    if (engine) return run_engine(dev, dir, models, n_models, n_threads);
     printf("device %d: %s; seed %llu\n", dev, info, (unsigned long long)seed);
     printf("%-16s %-34s %10s %10s %-4s", "op", "variant", "max err", "tol", "pass");
     if (bench) printf(" %9s %8s %6s %7s", "us", "GB/s", "%peak", "TFLOP/s");

@@ -3,6 +3,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#ifdef LLM170_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 typedef struct command {
     const char *name;
@@ -37,8 +40,10 @@ static const command commands[] = {
      "--model M [--no-bos] [--no-parse-special] (--text S | --file F | --stdin) [--show]",
      "print the token ids of a text ([1, 2, 3]) or, with --show, id and piece per line"},
     {"detokenize", cmd_detokenize, "--model M [--no-special] 1,2,3", "print the text of token ids"},
-    {"cuda-check", cmd_cuda_check, "[--bench] [--filter S,S...] [--seed N] [--device N]",
-     "check every CUDA kernel against the CPU reference (table of max error vs tolerance); --bench: time them"},
+    {"cuda-check", cmd_cuda_check,
+     "[--bench] [--filter S,S...] [--seed N] [--device N] | --engine [--model F]... [--dir D] [-t N] [--device N]",
+     "check every CUDA kernel and executor op against the CPU reference (table of max error vs tolerance); "
+     "--bench: time them; --engine: whole models on the CPU vs the GPU"},
     {"template", cmd_template,
      "(--model M | --template F.jinja | --builtin NAME) --messages CONV.json [--tools T.json] "
      "[--add-generation-prompt] [--enable-thinking | --no-enable-thinking] [--bos TEXT] [--eos TEXT]",
@@ -63,6 +68,9 @@ static int cmd_version(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+#ifdef LLM170_HAVE_CUDA
+    cuda_backend_register(); /* "cuda:N" devices for backend_open (the core does not link the CUDA backend) */
+#endif
     if (argc < 2) {
         cmd_help(0, NULL);
         return 2;

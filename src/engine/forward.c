@@ -27,7 +27,8 @@ exec_plan fwd_plan(const model *m, int n_batch, int n_seq, int n_ctx, int n_thre
     const hparams *hp = &m->hp;
     int out = n_seq > 128 ? n_seq : 128;
     return (exec_plan){.max_tokens = n_batch, .max_out = out < n_batch ? out : n_batch, .n_ctx = n_ctx,
-                       .attn_d = hp->head_dim, .gdn_dk = hp->ssm_dk, .gdn_dv = hp->ssm_dv,
+                       .attn_d = hp->head_dim, .attn_hq = hp->n_head, .gdn_dk = hp->ssm_dk, .gdn_dv = hp->ssm_dv,
+                       .gdn_hv = hp->ssm_hv,
                        .moe_k = hp->n_expert_used, .n_threads = n_threads};
 }
 

@@ -43,6 +43,12 @@ static const synth_preset presets[] = {
      .rms_eps = 1e-5f, .rope_scale_factor = 8.0f, .rope_low_freq = 1.0f, .rope_high_freq = 4.0f,
      .rope_orig_ctx = 8192, .tok_special_base = 128000,
      .source = "meta-llama/Llama-3.1-8B config.json (public): rope_scaling llama3 8/1/4/8192"},
+    {.name = "llama-qwen25-0.5b", .model_name = "Qwen2.5-0.5B shape (llama arch)", .arch = SYNTH_ARCH_LLAMA,
+     .tok = SYNTH_TOK_LLAMA3, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2, .head_dim = 64,
+     .n_ff = 4864, .n_vocab = 151936, .n_ctx = 32768, .rope_dim = 64, .rope_theta = 1000000.0f, .rms_eps = 1e-6f,
+     .tied = true, .tok_special_base = 151936 - 256,
+     .source = "Qwen/Qwen2.5-0.5B config.json shapes (hidden 896, 24 layers, 14/2 heads, ff 4864, vocab 151936, "
+               "tied) in the llama arch: no q/k/v biases (speed runs only)"},
     {.name = "tiny-qwen35", .model_name = "tiny-qwen35", .arch = SYNTH_ARCH_QWEN35, .tok = SYNTH_TOK_QWEN35,
      .n_embd = 256, .n_layer = 4, .n_mtp = 1, .n_head = 2, .n_head_kv = 1, .head_dim = 256, .n_ff = 512,
      .n_vocab = 2048, .n_ctx = 4096, .rope_dim = 64, .rope_theta = 1e7f, .rms_eps = 1e-6f, .ssm_conv = 4,

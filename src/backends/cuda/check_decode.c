@@ -265,5 +265,6 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"argmax", "T1 V151936", am_a},
     {"argmax", "T4 V262144", am_b},
     {"argmax", "T3 V32000", am_c},
+    {"backend", "every exec op vs ops_ref (conformance.c)", check_backend_conformance},
 };
 const int cuda_check_decode_n = (int)(sizeof cuda_check_decode_cases / sizeof cuda_check_decode_cases[0]);

@@ -23,5 +23,7 @@ int check_gdn(int Hk, int Hv, enum gdn_head_map map, uint64_t seed, bool bench, 
 int check_moe_route(int T, int E, int K, enum cuda_moe_gating gating, int renorm, uint64_t seed,
                     cuda_check_result *res, err *e);
 int check_argmax(int T, int V, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+/* check_backend.c: the backend conformance suite on the current device (the executor's kernels) */
+int check_backend_conformance(uint64_t seed, bool bench, cuda_check_result *res, err *e);
 
 #endif

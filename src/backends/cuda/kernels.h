@@ -47,6 +47,50 @@ typedef struct cuda_qmat {
 /* y[T][N] = x[T][K] . W^T for 1 <= T <= 8 activation rows given as q8_1 (xq, ds) */
 int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s);
 
+/* the grouped expert form (matmul_experts): W holds E experts of N rows each (the repacked [E*N][K]
+ * matrix, W->N = N); for each of n_slots routed slots, y[slot][N] = x[slot / xdiv] . W[sel[slot]]^T, the
+ * expert id read on the device (ids outside [0, E) leave their row untouched). x given as q8_1 rows. */
+int cuda_gemv_q_experts(const cuda_qmat *W, int E, const int32_t *sel, int n_slots, int xdiv, const int8_t *xq,
+                        const float *ds, float *y, cudaStream_t s);
+
+/* --- float-weight matmul (kernels/matmul_f.cu): W F32 / F16 / BF16 [N][K], x f32, f32 accumulation.
+ * sel NULL: y[T][N] = x[T][K] . W^T. sel set: W is [E][N][K] and T counts routed slots, as
+ * cuda_gemv_q_experts. --- */
+int cuda_matmul_f(int type, const void *W, const float *x, float *y, int N, int K, int T, const int32_t *sel, int E,
+                  int xdiv, cudaStream_t s);
+
+/* --- the executor's other ops (kernels/ops_misc.cu), each as its CPU reference (backends/backend.h) --- */
+int cuda_copy_cols(float *dst, const float *src, int64_t rows, int64_t src_stride, int64_t off, int64_t n,
+                   cudaStream_t s);
+int cuda_set_cols(float *dst, const float *src, int64_t rows, int64_t dst_stride, int64_t off, int64_t n,
+                  cudaStream_t s);
+int cuda_gather_rows(float *dst, const float *src, const int32_t *idx, int n, int C, cudaStream_t s);
+int cuda_set_int(int32_t *p, int v, cudaStream_t s); /* *p = v, stream-ordered */
+/* y[T][K] = rows ids[t] of W: F32 / F16 / BF16 as stored; quantized from the GEMV layout, exactly the CPU's
+ * to_float */
+int cuda_get_rows_f(int type, const void *W, const int32_t *ids, float *y, int T, int64_t K, cudaStream_t s);
+int cuda_get_rows_q(const cuda_qmat *W, const int32_t *ids, float *y, int T, cudaStream_t s);
+/* rows x width values of a cache type (F32, F16, BF16, Q8_0 with width % 32 == 0) from f32 */
+int cuda_store_rows(void *dst, int type, const float *src, int64_t rows, int64_t width, cudaStream_t s);
+int cuda_l2_norm(float *x, int64_t R, int D, float eps, float scale, cudaStream_t s); /* x[R][D] in place */
+int cuda_add_bias(float *y, const float *b, int64_t T, int64_t N, cudaStream_t s);
+int cuda_scale(float *y, float v, int64_t n, cudaStream_t s);
+int cuda_gdn_gates(float *g, float *beta, const float *A, const float *dt, int64_t T, int Hv, cudaStream_t s);
+int cuda_conv1d_silu(const float *x, float *state, const float *w, float *y, int T, int Ch, int K, cudaStream_t s);
+int cuda_moe_combine(float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K, int C,
+                     cudaStream_t s); /* K <= 64 */
+int cuda_add_gated_rows(float *y, const float *in, const float *gate, int64_t T, int64_t C, cudaStream_t s);
+
+/* --- attention over any cache type (kernels/attention.cu): ref_attention with device qpos / kpos; caches
+ * F32, F16, BF16 or Q8_0 (tk, tv: enum qtype); D <= 256 --- */
+int cuda_attention(const float *q, const void *k, const void *v, int tk, int tv, float *out, const int32_t *qpos,
+                   const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, int window, cudaStream_t s);
+
+/* --- the gated delta rule, step form over T tokens (kernels/gdn_seq.cu): ref_gdn_step T times, any
+ * Dk <= 256, Dv; state S[Hv][Dk][Dv] in place --- */
+int cuda_gdn_seq(float *S, const float *q, const float *k, const float *v, const float *g, const float *beta, float *o,
+                 int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map, cudaStream_t s);
+
 /* --- norms and element-wise ops (kernels/norm.cu, kernels/eltwise.cu) --- */
 /* y[R][C] = x / sqrt(mean(x^2) + eps) * w (w: C values or NULL); y may alias x. R rows: T tokens, or
  * T * H heads with C = D for per-head norms. */
@@ -133,6 +177,10 @@ int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStream_t s);
  * (usually D^-1/2). No T x S matrix: scores live in registers, 64 x 64 tiles at a time. */
 int cuda_flash_attn_prefill(const float *q, const uint16_t *k, const uint16_t *v, float *out, int T, int S, int Hq,
                             int Hkv, int D, int pos0, int window, float scale, cudaStream_t s);
+/* the same with the first query's position read on the device (qpos[0]; queries at qpos[0] + t, keys at
+ * slot = position): the executor's form, so no host read of the positions */
+int cuda_flash_attn_prefill_qpos(const float *q, const uint16_t *k, const uint16_t *v, float *out, int T, int S,
+                                 int Hq, int Hkv, int D, const int32_t *qpos, int window, float scale, cudaStream_t s);
 
 /* --- chunked Gated DeltaNet for prefill (kernels/gdn_chunk.cu) ---
  * ref_gdn_chunk with chunk 64 on the device: S[Hv][Dk][Dv] in/out (the state decode continues from),

@@ -51,12 +51,14 @@ __device__ __forceinline__ void fa_load_kv(uint8_t *ks, uint8_t *vs, const __hal
 template <int D, int NW>
 __global__ void __launch_bounds__(NW * 32)
     fa_prefill_kernel(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
-                      float *__restrict__ out, int T, int S, int Hq, int Hkv, int pos0, int window, float scale_log2) {
+                      float *__restrict__ out, int T, int S, int Hq, int Hkv, int pos0, int window, float scale_log2,
+                      const int32_t *__restrict__ pos0_p) {
     enum { BQ = 16 * NW, NT = 32 * NW };
     extern __shared__ __align__(128) uint8_t smem[];
     uint8_t *qs = smem, *kvs = smem + BQ * D * 2; /* kvs: [stage][K | V][64][D] */
     const int m0 = (gridDim.x - 1 - blockIdx.x) * BQ, h = blockIdx.y, kvh = h / (Hq / Hkv);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (pos0_p) pos0 = *pos0_p; /* the first query's position on the device (the executor's calls) */
 
     /* the key range this tile can see */
     const int last_pos = pos0 + min(T, m0 + BQ) - 1;
@@ -187,19 +189,19 @@ __global__ void __launch_bounds__(NW * 32)
 
 template <int D, int NW>
 static int fa_launch_nw(const float *q, const __half *k, const __half *v, float *out, int T, int S, int Hq, int Hkv,
-                        int pos0, int window, float scale, cudaStream_t st) {
+                        int pos0, const int32_t *pos0_p, int window, float scale, cudaStream_t st) {
     const int bytes = (16 * NW + 2 * 2 * FA_BKV) * D * 2;
     if (cudaFuncSetAttribute(fa_prefill_kernel<D, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
         return CUDA_KERR_LAUNCH;
     dim3 grid((T + 16 * NW - 1) / (16 * NW), Hq);
     fa_prefill_kernel<D, NW><<<grid, NW * 32, bytes, st>>>(q, k, v, out, T, S, Hq, Hkv, pos0, window,
-                                                           scale * 1.4426950408889634f);
+                                                           scale * 1.4426950408889634f, pos0_p);
     return pf_launched();
 }
 
 template <int D>
 static int fa_launch(const float *q, const __half *k, const __half *v, float *out, int T, int S, int Hq, int Hkv,
-                     int pos0, int window, float scale, cudaStream_t st) {
+                     int pos0, const int32_t *pos0_p, int window, float scale, cudaStream_t st) {
     int dev = 0, optin = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
@@ -207,21 +209,33 @@ static int fa_launch(const float *q, const __half *k, const __half *v, float *ou
     /* measured on the H200: D = 256 runs 17% faster with 8 warps (one block of 8 per SM instead of one of 4);
      * D = 128 10% slower (4-warp blocks already fit two per SM), so smaller heads keep 4 */
     if (D >= 256 && optin >= (16 * 8 + 4 * FA_BKV) * D * 2)
-        return fa_launch_nw<D, 8>(q, k, v, out, T, S, Hq, Hkv, pos0, window, scale, st);
-    return fa_launch_nw<D, 4>(q, k, v, out, T, S, Hq, Hkv, pos0, window, scale, st);
+        return fa_launch_nw<D, 8>(q, k, v, out, T, S, Hq, Hkv, pos0, pos0_p, window, scale, st);
+    return fa_launch_nw<D, 4>(q, k, v, out, T, S, Hq, Hkv, pos0, pos0_p, window, scale, st);
 }
 
-extern "C" int cuda_flash_attn_prefill(const float *q, const uint16_t *k, const uint16_t *v, float *out, int T, int S,
-                                       int Hq, int Hkv, int D, int pos0, int window, float scale, cudaStream_t st) {
+static int fa_entry(const float *q, const uint16_t *k, const uint16_t *v, float *out, int T, int S, int Hq, int Hkv,
+                    int D, int pos0, const int32_t *pos0_p, int window, float scale, cudaStream_t st) {
     if (!q || !k || !v || !out || T < 1 || S < 1 || Hq < 1 || Hkv < 1 || Hq % Hkv || pos0 < 0 || window < 0 ||
         Hq > 65535 || ((uintptr_t)q & 15) || ((uintptr_t)k & 15) || ((uintptr_t)v & 15) || ((uintptr_t)out & 7) ||
         !(scale > 0.f))
         return CUDA_KERR_ARGS;
     const __half *kh = (const __half *)k, *vh = (const __half *)v;
     switch (D) {
-    case 64: return fa_launch<64>(q, kh, vh, out, T, S, Hq, Hkv, pos0, window, scale, st);
-    case 128: return fa_launch<128>(q, kh, vh, out, T, S, Hq, Hkv, pos0, window, scale, st);
-    case 256: return fa_launch<256>(q, kh, vh, out, T, S, Hq, Hkv, pos0, window, scale, st);
+    case 64: return fa_launch<64>(q, kh, vh, out, T, S, Hq, Hkv, pos0, pos0_p, window, scale, st);
+    case 128: return fa_launch<128>(q, kh, vh, out, T, S, Hq, Hkv, pos0, pos0_p, window, scale, st);
+    case 256: return fa_launch<256>(q, kh, vh, out, T, S, Hq, Hkv, pos0, pos0_p, window, scale, st);
     default: return CUDA_KERR_UNSUPPORTED;
     }
+}
+
+extern "C" int cuda_flash_attn_prefill(const float *q, const uint16_t *k, const uint16_t *v, float *out, int T, int S,
+                                       int Hq, int Hkv, int D, int pos0, int window, float scale, cudaStream_t st) {
+    return fa_entry(q, k, v, out, T, S, Hq, Hkv, D, pos0, NULL, window, scale, st);
+}
+
+extern "C" int cuda_flash_attn_prefill_qpos(const float *q, const uint16_t *k, const uint16_t *v, float *out, int T,
+                                            int S, int Hq, int Hkv, int D, const int32_t *qpos, int window,
+                                            float scale, cudaStream_t st) {
+    if (!qpos) return CUDA_KERR_ARGS;
+    return fa_entry(q, k, v, out, T, S, Hq, Hkv, D, 0, qpos, window, scale, st);
 }

@@ -78,7 +78,8 @@ template <int R> struct gemv_unroll { static constexpr int v = R == 2 ? 2 : 1; }
 template <enum qtype TYPE, int T, int R>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_q(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi, const uint8_t *__restrict__ meta,
-             const int8_t *__restrict__ xq, const float2 *__restrict__ ds, float *__restrict__ y, int N, int K, int WPR) {
+             const int8_t *__restrict__ xq, const float2 *__restrict__ ds, float *__restrict__ y, int N, int K, int WPR,
+             const int32_t *__restrict__ sel, int E, int xdiv, int slot0) {
     constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
     constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE);
     constexpr int NV = pow2_ceil<R * T>::v;
@@ -90,9 +91,20 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     float acc[NV];
 #pragma unroll
     for (int i = 0; i < NV; i++) acc[i] = 0.0f;
+    /* the grouped expert form (sel != NULL, T == 1): blockIdx.y is routed slot slot0 + blockIdx.y, its rows
+     * are those of expert sel[slot] (rows e * N ..), its activations row slot / xdiv, its output row slot */
+    size_t erow = 0;
+    if (sel) {
+        const int slot = slot0 + (int)blockIdx.y, e = sel[slot];
+        if (e < 0 || e >= E) return; /* uniform over the block: before any barrier */
+        erow = (size_t)e * N;
+        xq += (size_t)(slot / xdiv) * K;
+        ds += (size_t)(slot / xdiv) * U;
+        y += (size_t)slot * N;
+    }
     size_t rows[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) rows[r] = (size_t)min(row0 + r, N - 1); /* rows past N repeat the last; never written */
+    for (int r = 0; r < R; r++) rows[r] = erow + (size_t)min(row0 + r, N - 1); /* rows past N repeat the last; never written */
 
 #pragma unroll 2
     for (int base = wig * 32 + lane; base < U; base += stride * UNR) {
@@ -161,8 +173,12 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
  * rows as T grows; short rows (K <= 2048) get 4 rows at any T so that a lane has 4 units in flight */
 template <int T> struct gemv_rows { static constexpr int R = T == 1 ? 1 : T <= 4 ? 2 : 4; };
 
+/* experts: grouped expert form over n_slots routed slots (grid y, 65535 a launch); NULL: plain */
+typedef struct gemv_experts { const int32_t *sel; int E, xdiv, n_slots; } gemv_experts;
+
 template <enum qtype TYPE, int T, int R>
-static void launch_r(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, cudaStream_t s) {
+static void launch_r(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, const gemv_experts *ex,
+                     cudaStream_t s) {
     int U = (int)(W->K / 32);
     /* warps per row group. Measured on the H200 (docs/cuda.md): at T = 1 with K >= 4096, four warps
      * splitting a row, one unit a lane per step, beat one warp per row (4 units a lane) by 1.3x; at T = 8,
@@ -170,45 +186,69 @@ static void launch_r(const cuda_qmat *W, const int8_t *xq, const float *ds, floa
     int wpr = R <= 2 ? (U >= 128 ? 4 : 1) : (U >= 512 ? 4 : U >= 256 ? 2 : 1);
     int rows_per_block = R * (GEMV_MAX_WARPS / wpr);
     unsigned blocks = (unsigned)((W->N + rows_per_block - 1) / rows_per_block);
-    k_gemv_q<TYPE, T, R><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>((const uint8_t *)W->qs, (const uint8_t *)W->hi,
-                                                                 (const uint8_t *)W->meta, xq, (const float2 *)ds, y,
-                                                                 (int)W->N, (int)W->K, wpr);
-}
-
-template <enum qtype TYPE, int T>
-static void launch_t(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, cudaStream_t s) {
-    if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, xq, ds, y, s);
-    else launch_r<TYPE, T, gemv_rows<T>::R>(W, xq, ds, y, s);
-}
-
-template <enum qtype TYPE>
-static void launch_type(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s) {
-    switch (T) {
-    case 1: launch_t<TYPE, 1>(W, xq, ds, y, s); break;
-    case 2: launch_t<TYPE, 2>(W, xq, ds, y, s); break;
-    case 3: launch_t<TYPE, 3>(W, xq, ds, y, s); break;
-    case 4: launch_t<TYPE, 4>(W, xq, ds, y, s); break;
-    case 5: launch_t<TYPE, 5>(W, xq, ds, y, s); break;
-    case 6: launch_t<TYPE, 6>(W, xq, ds, y, s); break;
-    case 7: launch_t<TYPE, 7>(W, xq, ds, y, s); break;
-    default: launch_t<TYPE, 8>(W, xq, ds, y, s); break;
+    if (!ex) {
+        k_gemv_q<TYPE, T, R><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>(
+            (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq, (const float2 *)ds, y,
+            (int)W->N, (int)W->K, wpr, NULL, 0, 1, 0);
+        return;
+    }
+    for (int s0 = 0; s0 < ex->n_slots; s0 += 65535) {
+        const int n = ex->n_slots - s0 < 65535 ? ex->n_slots - s0 : 65535;
+        k_gemv_q<TYPE, T, R><<<dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s>>>(
+            (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq, (const float2 *)ds, y,
+            (int)W->N, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0);
     }
 }
 
-extern "C" int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s) {
+template <enum qtype TYPE, int T>
+static void launch_t(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, const gemv_experts *ex,
+                     cudaStream_t s) {
+    if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, xq, ds, y, ex, s);
+    else launch_r<TYPE, T, gemv_rows<T>::R>(W, xq, ds, y, ex, s);
+}
+
+template <enum qtype TYPE>
+static void launch_type(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, const gemv_experts *ex,
+                        cudaStream_t s) {
+    switch (T) {
+    case 1: launch_t<TYPE, 1>(W, xq, ds, y, ex, s); break;
+    case 2: launch_t<TYPE, 2>(W, xq, ds, y, ex, s); break;
+    case 3: launch_t<TYPE, 3>(W, xq, ds, y, ex, s); break;
+    case 4: launch_t<TYPE, 4>(W, xq, ds, y, ex, s); break;
+    case 5: launch_t<TYPE, 5>(W, xq, ds, y, ex, s); break;
+    case 6: launch_t<TYPE, 6>(W, xq, ds, y, ex, s); break;
+    case 7: launch_t<TYPE, 7>(W, xq, ds, y, ex, s); break;
+    default: launch_t<TYPE, 8>(W, xq, ds, y, ex, s); break;
+    }
+}
+
+static int gemv_run(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, const gemv_experts *ex,
+                    cudaStream_t s) {
     if (!W || !W->qs || !W->meta || !xq || !ds || !y || T < 1 || T > 8 || W->N < 1 || W->K < 32 ||
         W->K % gemv_meta_group(W->type) || W->K > (int64_t)1 << 30 || W->N > (int64_t)1 << 30 ||
         ((uintptr_t)W->qs & 15) || ((uintptr_t)xq & 15) || (gemv_hi_bytes(W->type) && !W->hi))
         return CUDA_KERR_ARGS;
     switch (W->type) {
-    case QT_Q4_0: launch_type<QT_Q4_0>(W, xq, ds, y, T, s); break;
-    case QT_Q4_1: launch_type<QT_Q4_1>(W, xq, ds, y, T, s); break;
-    case QT_Q5_0: launch_type<QT_Q5_0>(W, xq, ds, y, T, s); break;
-    case QT_Q8_0: launch_type<QT_Q8_0>(W, xq, ds, y, T, s); break;
-    case QT_Q4_K: launch_type<QT_Q4_K>(W, xq, ds, y, T, s); break;
-    case QT_Q5_K: launch_type<QT_Q5_K>(W, xq, ds, y, T, s); break;
-    case QT_Q6_K: launch_type<QT_Q6_K>(W, xq, ds, y, T, s); break;
+    case QT_Q4_0: launch_type<QT_Q4_0>(W, xq, ds, y, T, ex, s); break;
+    case QT_Q4_1: launch_type<QT_Q4_1>(W, xq, ds, y, T, ex, s); break;
+    case QT_Q5_0: launch_type<QT_Q5_0>(W, xq, ds, y, T, ex, s); break;
+    case QT_Q8_0: launch_type<QT_Q8_0>(W, xq, ds, y, T, ex, s); break;
+    case QT_Q4_K: launch_type<QT_Q4_K>(W, xq, ds, y, T, ex, s); break;
+    case QT_Q5_K: launch_type<QT_Q5_K>(W, xq, ds, y, T, ex, s); break;
+    case QT_Q6_K: launch_type<QT_Q6_K>(W, xq, ds, y, T, ex, s); break;
     default: return CUDA_KERR_UNSUPPORTED;
     }
     return launch_status();
+}
+
+extern "C" int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s) {
+    return gemv_run(W, xq, ds, y, T, NULL, s);
+}
+
+extern "C" int cuda_gemv_q_experts(const cuda_qmat *W, int E, const int32_t *sel, int n_slots, int xdiv,
+                                   const int8_t *xq, const float *ds, float *y, cudaStream_t s) {
+    if (!sel || E < 1 || xdiv < 1 || n_slots < 0) return CUDA_KERR_ARGS;
+    if (!n_slots) return CUDA_KERR_OK;
+    const gemv_experts ex = {sel, E, xdiv, n_slots};
+    return gemv_run(W, xq, ds, y, 1, &ex, s);
 }

@@ -1,0 +1,725 @@
+/* Backend conformance: every op of the executor interface (backends/backend.h) of one device (the CTest
+ * tests/backends/test_backend_conformance.c runs it on "cpu"; `llm170 cuda-check --engine` on "cuda:N"),
+ * called through the op table on device buffers, against
+ * the references of engine/ops_ref.h or a plain double-precision loop here. Inputs are random, never
+ * zero, with odd sizes; the matmuls run every weight type the device accepts (weight_init) and that can
+ * be generated here (random blocks, quantized random floats, or for the IQ1_S / IQ2 / IQ3 grids random
+ * payload under a fixed block scale; IQ1_M has none). Prints a table: device, op, case, error, tolerance.
+ *
+ * Tolerances (per op):
+ *  - data movement (copy, zero, copy_cols, set_cols, gather_rows, get_rows, add, add_bias, scale, the
+ *    expert ids of moe_route): exact; store_rows: the cache type's rounding (f16 2^-11, bf16 2^-8 of the
+ *    largest value, q8_0 half a step of amax/127 plus its f16 scale);
+ *  - float kernels (norms, rope, activations, gates, attention, conv, delta rule, routing weights,
+ *    combine): 1e-5 of the output's largest magnitude (they differ from the references only in summation
+ *    order and in exp/log approximations; test_cpu_ops.c pins the CPU's at the same bound);
+ *  - matmul / matmul_experts, per output element, an error model of the activations' rounding to the
+ *    weight type's vec_dot_type (f32: none; f16: half an ulp, 2^-11 relative; bf16: 2^-8; q8_0 / q8_1
+ *    blocks of 32 and q8_K blocks of 256: half a step of amax/127): independent roundings, uniform on
+ *    [-delta_i, delta_i], give sigma^2 = sum_i w_i^2 delta_i^2 / 3, and the bound is 6 sigma, plus the
+ *    f16 block scale's rounding, correlated within a block (2^-11 of each block's partial dot product),
+ *    plus float accumulation (K * 2^-22 * sum_i |w_i x_i|). The reference dequantizes the weights with the
+ *    scalar to_float and sums in double.
+ * A new op in exec_ops without a case here fails the op count check at the end. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/conformance.h"
+
+#include <stdio.h>
+
+#include "backends/backend.h"
+#include "base/rng.h"
+#include "quant/quant.h"
+
+/* the suite's own tally (a failed check prints where and why and the suite goes on) */
+static int check_passed, check_failed;
+#define CHECK(cond) CHECKF(cond, "%s", "")
+#define CHECKF(cond, ...)                                                                  \
+    do {                                                                                   \
+        if (cond) {                                                                        \
+            check_passed++;                                                                \
+        } else {                                                                           \
+            check_failed++;                                                                \
+            fprintf(stderr, "conformance.c:%d: CHECK(%s) failed: ", __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fputc('\n', stderr);                                                           \
+        }                                                                                  \
+    } while (0)
+
+static const char *tested_ops[64];
+static int n_tested_ops;
+static char device_name[32];
+
+static void tested(const char *op) {
+    for (int i = 0; i < n_tested_ops; i++)
+        if (!strcmp(tested_ops[i], op)) return;
+    if (n_tested_ops < 64) tested_ops[n_tested_ops++] = op;
+}
+
+static float *randn(rng *r, int64_t n, float s) {
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) {
+        float v = s * rng_normal(r);
+        x[i] = v != 0.0f ? v : s * 0.5f; /* never zero */
+    }
+    return x;
+}
+
+/* device buffers: alloc + upload, download; every buffer is freed at the end of a device's run */
+static backend *DEV;
+static exec *X;
+static void *bufs[4096];
+static int n_bufs;
+
+static void *up(const void *h, size_t bytes) {
+    void *d = DEV->ops->alloc(DEV, bytes);
+    if (!d) abort(); /* a test fixture of a few MB */
+    if (h) X->ops->upload(X, d, h, bytes);
+    bufs[n_bufs++] = d;
+    return d;
+}
+static float *upf(const float *h, int64_t n) { return up(h, sizeof(float) * (size_t)n); }
+static float *down(const void *d, int64_t n) {
+    float *h = malloc(sizeof(float) * (size_t)n);
+    X->ops->download(X, h, d, sizeof(float) * (size_t)n);
+    return h;
+}
+static void free_bufs(void) {
+    for (int i = 0; i < n_bufs; i++) DEV->ops->free(DEV, bufs[i]);
+    n_bufs = 0;
+}
+
+/* max |got - ref| / max |ref| against tol; prints one table row */
+static void expect(const char *op, const char *what, const float *got, const float *ref, int64_t n, double tol) {
+    tested(op);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - ref[i]);
+        if (!(d <= num)) num = d; /* NaN propagates */
+        if (fabs(ref[i]) > den) den = fabs(ref[i]);
+    }
+    double e = num / (den > 0 ? den : 1);
+    printf("| %s | %s | %s | %.2e | %.0e |\n", device_name, op, what, e, tol);
+    CHECKF(e <= tol, "%s %s %s: error %.3e > tolerance %.1e", device_name, op, what, e, tol);
+}
+
+/* a weight of `type` with ne = {K, N, E}: random blocks (or quantized random floats) */
+static bool make_weight(rng *r, enum qtype t, int64_t K, int64_t N, int64_t E, weight *w, void **data, gguf_tensor *gt) {
+    const qtype_info *in = qtype_get((uint32_t)t);
+    if (!in || K % in->blck) return false;
+    const size_t row = qtype_row_bytes(t, K);
+    const int64_t nb = K / in->blck * N * E;
+    *data = malloc(row * (size_t)(N * E));
+    const enum qtype d_first[] = {QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S};
+    bool random_d = false;
+    for (size_t i = 0; i < sizeof d_first / sizeof d_first[0]; i++) random_d |= t == d_first[i];
+    if (random_d) { /* random payload (grid indices, signs, scales: all valid) under a fixed f16 block scale */
+        for (size_t i = 0; i < row * (size_t)(N * E); i++) ((uint8_t *)*data)[i] = (uint8_t)rng_u64(r);
+        for (int64_t b = 0; b < nb; b++) memcpy((char *)*data + (size_t)b * in->type_size, &(uint16_t){0x2000}, 2);
+    } else if (!quant_random_blocks(t, *data, nb, 0.5f, r)) {
+        const quant_ops *q = quant_ops_get(t, QUANT_ISA_SCALAR);
+        if (!q || !q->from_float) {
+            free(*data);
+            return false;
+        }
+        float *f = randn(r, K, 0.5f);
+        for (int64_t i = 0; i < N * E; i++) q->from_float(f, (char *)*data + (size_t)i * row, K);
+        free(f);
+    }
+    *gt = (gguf_tensor){.name = in->name, .type = (uint32_t)t, .n_dims = E > 1 ? 3 : 2, .ne = {K, N, E, 1},
+                        .n_elements = K * N * E, .nbytes = row * (size_t)(N * E), .data = *data};
+    err e = {0};
+    if (DEV->ops->weight_init(DEV, w, gt, &e)) {
+        free(*data);
+        return false;
+    }
+    return true;
+}
+
+static void dequant(const weight *w, const void *data, int64_t rows, float *out) {
+    const quant_ops *q = quant_ops_get(w->type, QUANT_ISA_SCALAR);
+    const size_t rb = qtype_row_bytes(w->type, w->ne[0]);
+    for (int64_t i = 0; i < rows; i++) q->to_float((const char *)data + (size_t)i * rb, out + i * w->ne[0], w->ne[0]);
+}
+
+/* rounding bound of each activation value and whether blocks carry an f16 scale (see the header) */
+static int act_delta(enum qtype vt, const float *x, int64_t K, double *delta) {
+    int blk = vt == QT_Q8_K ? 256 : 32;
+    for (int64_t b = 0; b < K; b += blk) {
+        double amax = 0;
+        for (int64_t i = b; i < b + blk && i < K; i++) amax = fabs(x[i]) > amax ? fabs(x[i]) : amax;
+        for (int64_t i = b; i < b + blk && i < K; i++) {
+            switch (vt) {
+            case QT_F32: delta[i] = 0; break;
+            case QT_F16: delta[i] = fabs(x[i]) * 0x1p-11; break;
+            case QT_BF16: delta[i] = fabs(x[i]) * 0x1p-8; break;
+            default: delta[i] = amax / 254.0; break; /* half a step of amax / 127 */
+            }
+        }
+    }
+    return vt == QT_Q8_0 || vt == QT_Q8_1 ? 32 : 0; /* q8_K's scale is an f32 */
+}
+
+/* y[t][n] vs rows of wd (dequantized, [N][K]) . x[t]: per-element bound */
+static void expect_matmul(const char *op, const char *what, enum qtype wt, const float *got, const float *wd,
+                          const float *x, const int32_t *xrow, int T, int64_t N, int64_t K, const int32_t *wrow0) {
+    tested(op);
+    const enum qtype vt = quant_ops_get(wt, QUANT_ISA_SCALAR)->vec_dot_type;
+    double *delta = malloc(sizeof(double) * (size_t)K), worst = 0;
+    bool ok = true;
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (int64_t)xrow[t] * K;
+        const int sblk = act_delta(vt, xt, K, delta);
+        for (int64_t n = 0; n < N; n++) {
+            const float *w = wd + ((int64_t)(wrow0 ? wrow0[t] : 0) * N + n) * K;
+            double ref = 0, var = 0, mag = 0, corr = 0, part = 0;
+            for (int64_t i = 0; i < K; i++) {
+                ref += (double)w[i] * xt[i];
+                part += (double)w[i] * xt[i];
+                var += (double)w[i] * w[i] * delta[i] * delta[i] / 3;
+                mag += fabs((double)w[i] * xt[i]);
+                if (sblk && (i + 1) % sblk == 0) corr += fabs(part) * 0x1p-11, part = 0;
+            }
+            const double b = 6 * sqrt(var) + corr + (double)K * 0x1p-22 * mag + 1e-30;
+            double d = fabs(got[(int64_t)t * N + n] - ref);
+            if (!(d <= b)) ok = false;
+            worst = d / b > worst ? d / b : worst;
+        }
+    }
+    printf("| %s | %s | %s | %.2f of bound | 1 |\n", device_name, op, what, worst);
+    CHECKF(ok, "%s %s %s: an element is %.2f x its error bound", device_name, op, what, worst);
+    free(delta);
+}
+
+/* ---------------------------------------------------------------- matmuls over every type */
+
+static void check_matmuls(rng *r) {
+    const int64_t K = 768, N = 37, E = 3;
+    const int TK = 2, TE = 40;
+    int n_types = 0;
+    for (int ti = 0; ti < QT_COUNT; ti++) {
+        enum qtype t = (enum qtype)ti;
+        const quant_ops *sq = quant_ops_get(t, QUANT_ISA_SCALAR);
+        if (!qtype_get((uint32_t)t) || !sq || !sq->to_float || !sq->vec_dot || t == QT_Q8_K || t == QT_Q8_1) continue;
+        const char *name = qtype_get((uint32_t)t)->name;
+        weight w, we;
+        void *data, *edata;
+        gguf_tensor gt, gte;
+        if (!make_weight(r, t, K, N, 1, &w, &data, &gt)) {
+            printf("| %s | matmul | %s | not generated or not accepted | - |\n", device_name, name);
+            continue;
+        }
+        n_types++;
+        float *wd = malloc(sizeof(float) * (size_t)(K * N * E));
+        dequant(&w, data, N, wd);
+        int32_t idx[64];
+        for (int i = 0; i < 64; i++) idx[i] = i;
+        /* row-by-row (5 tokens), bulk (one span of 19), output rows, no structure */
+        const int Ts[2] = {5, 19};
+        for (int k = 0; k < 2; k++) {
+            int T = Ts[k];
+            float *x = randn(r, T * K, 1), *dx = upf(x, T * K), *dy = upf(NULL, T * N);
+            pass_span ps = {T, 3};
+            X->ops->begin_pass(X, &ps, 1);
+            char what[64];
+            X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
+            float *y = down(dy, T * N);
+            snprintf(what, sizeof what, "%s, pass of %d", name, T);
+            expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
+            X->ops->matmul(X, &w, 0, dx, dy, 3, (mm_rows){MM_OUT, 0});
+            free(y);
+            y = down(dy, 3 * N);
+            snprintf(what, sizeof what, "%s, 3 output rows of %d", name, T);
+            expect_matmul("matmul", what, t, y, wd, x, idx, 3, N, K, NULL);
+            X->ops->matmul(X, &w, 0, dx, dy, T, (mm_rows){MM_ROWWISE, 0});
+            free(y);
+            y = down(dy, T * N);
+            snprintf(what, sizeof what, "%s, %d unstructured rows", name, T);
+            expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
+            free(x), free(y);
+        }
+        /* an even row count and one span of 19 (a GPU's tensor-core GEMM takes these shapes; the bound is
+         * the same: bf16 activations and weights round by at most 2^-8 relative, under half a q8 step of
+         * the block's amax for all but the largest values) */
+        {
+            weight w2;
+            void *d2;
+            gguf_tensor g2;
+            if (make_weight(r, t, K, 38, 1, &w2, &d2, &g2)) {
+                float *wd2 = malloc(sizeof(float) * (size_t)(K * 38));
+                dequant(&w2, d2, 38, wd2);
+                float *x = randn(r, 19 * K, 1), *dx = upf(x, 19 * K), *dy = upf(NULL, 19 * 38);
+                pass_span ps = {19, 19};
+                X->ops->begin_pass(X, &ps, 1);
+                X->ops->matmul(X, &w2, 0, dx, dy, 19, MM_ROWS_PASS);
+                float *y = down(dy, 19 * 38);
+                char what[64];
+                snprintf(what, sizeof what, "%s, 38 rows, pass of 19", name);
+                expect_matmul("matmul", what, t, y, wd2, x, idx, 19, 38, K, NULL);
+                free(x), free(y), free(wd2), free(d2);
+            }
+        }
+        /* get_rows: exact dequantization */
+        {
+            int32_t ids[4] = {36, 0, 17, 5};
+            int32_t *dids = up(ids, sizeof ids);
+            float *dy = upf(NULL, 4 * K);
+            X->ops->get_rows(X, &w, dids, dy, 4);
+            float *y = down(dy, 4 * K), *ref = malloc(sizeof(float) * 4 * (size_t)K);
+            for (int i = 0; i < 4; i++) memcpy(ref + i * K, wd + ids[i] * K, sizeof(float) * (size_t)K);
+            char what[64];
+            snprintf(what, sizeof what, "%s", name);
+            expect("get_rows", what, y, ref, 4 * K, 0);
+            free(y), free(ref);
+        }
+        /* the grouped expert matmul: 40 tokens, 2 of 3 experts each (rows per expert >= 16: bulk) */
+        if (make_weight(r, t, K, N, E, &we, &edata, &gte)) {
+            dequant(&we, edata, N * E, wd);
+            int32_t sel[TE * TK], wrow[TE * TK], xr[TE * TK];
+            for (int i = 0; i < TE; i++) {
+                sel[i * TK] = i % 3;
+                sel[i * TK + 1] = (i + 1 + i / 7) % 3 == i % 3 ? (i + 2) % 3 : (i + 1 + i / 7) % 3;
+            }
+            int32_t *dsel = up(sel, sizeof sel);
+            float *x = randn(r, TE * TK * K, 1), *dx = upf(x, TE * TK * K), *dy = upf(NULL, TE * TK * N);
+            pass_span ps = {TE, 1};
+            X->ops->begin_pass(X, &ps, 1);
+            for (int per_slot = 0; per_slot < 2; per_slot++) {
+                X->ops->matmul_experts(X, &we, dsel, TK, dx, per_slot, dy, TE);
+                float *y = down(dy, TE * TK * N);
+                for (int i = 0; i < TE * TK; i++) wrow[i] = sel[i], xr[i] = per_slot ? i : i / TK;
+                char what[64];
+                snprintf(what, sizeof what, "%s, %d tokens x %d of %d, input per %s", name, TE, TK, (int)E,
+                         per_slot ? "slot" : "token");
+                expect_matmul("matmul_experts", what, t, y, wd, x, xr, TE * TK, N, K, wrow);
+                free(y);
+            }
+            free(x), free(edata);
+        }
+        free(wd), free(data);
+    }
+    CHECKF(n_types >= 10, "the matmuls ran %d weight types", n_types);
+}
+
+/* ---------------------------------------------------------------- the other ops */
+
+static double silu(double v) { return v / (1 + exp(-v)); }
+static double sigm(double v) { return 1 / (1 + exp(-v)); }
+
+static void check_elementwise(rng *r) {
+    const int T = 7, C = 91, H = 3, D = 30;
+    const int64_t n = (int64_t)T * C;
+    float *a = randn(r, n, 1), *b = randn(r, n, 1), *ref = malloc(sizeof(float) * (size_t)n);
+    float *da = upf(a, n), *db = upf(b, n), *dy = upf(NULL, n), *y;
+    /* copy, zero */
+    X->ops->copy(X, dy, da, n);
+    y = down(dy, n);
+    expect("copy", "91 x 7", y, a, n, 0);
+    free(y);
+    X->ops->zero(X, dy, n);
+    y = down(dy, n);
+    memset(ref, 0, sizeof(float) * (size_t)n);
+    expect("zero", "91 x 7", y, ref, n, 0);
+    free(y);
+    /* add */
+    X->ops->copy(X, dy, da, n);
+    X->ops->add(X, dy, db, n);
+    y = down(dy, n);
+    for (int64_t i = 0; i < n; i++) ref[i] = a[i] + b[i];
+    expect("add", "91 x 7", y, ref, n, 0);
+    free(y);
+    /* scale */
+    X->ops->copy(X, dy, da, n);
+    X->ops->scale(X, dy, 1.7f, n);
+    y = down(dy, n);
+    for (int64_t i = 0; i < n; i++) ref[i] = a[i] * 1.7f;
+    expect("scale", "x 1.7", y, ref, n, 0);
+    free(y);
+    /* swiglu, geglu, sigmoid_mul */
+    X->ops->swiglu(X, da, db, dy, n);
+    y = down(dy, n);
+    for (int64_t i = 0; i < n; i++) ref[i] = (float)(silu(a[i]) * b[i]);
+    expect("swiglu", "91 x 7", y, ref, n, 1e-5);
+    free(y);
+    X->ops->geglu(X, da, db, dy, n);
+    y = down(dy, n);
+    ref_geglu(a, b, ref, n);
+    expect("geglu", "91 x 7", y, ref, n, 1e-5);
+    free(y);
+    X->ops->copy(X, dy, da, n);
+    X->ops->sigmoid_mul(X, dy, db, n);
+    y = down(dy, n);
+    for (int64_t i = 0; i < n; i++) ref[i] = (float)(a[i] * sigm(b[i]));
+    expect("sigmoid_mul", "91 x 7", y, ref, n, 1e-5);
+    free(y);
+    /* rms_norm with and without a weight, per head */
+    weight wn, wh;
+    void *dn, *dh;
+    gguf_tensor gn, gh;
+    CHECK(make_weight(r, QT_F32, C, 1, 1, &wn, &dn, &gn) && make_weight(r, QT_F32, D, 1, 1, &wh, &dh, &gh));
+    X->ops->rms_norm(X, da, &wn, dy, T, C, 1e-6f);
+    y = down(dy, n);
+    ref_rms_norm(a, dn, ref, T, C, 1e-6f);
+    expect("rms_norm", "91 x 7, weighted", y, ref, n, 1e-5);
+    free(y);
+    X->ops->rms_norm(X, da, NULL, dy, T, C, 1e-6f);
+    y = down(dy, n);
+    ref_rms_norm(a, NULL, ref, T, C, 1e-6f);
+    expect("rms_norm", "91 x 7, no weight", y, ref, n, 1e-5);
+    free(y);
+    const int64_t nh = (int64_t)T * H * D;
+    X->ops->copy(X, dy, da, nh);
+    X->ops->rms_norm_heads(X, dy, &wh, T, H, D, 1e-6f);
+    y = down(dy, nh);
+    ref_rms_norm(a, dh, ref, T * H, D, 1e-6f);
+    expect("rms_norm_heads", "7 x 3 heads of 30", y, ref, nh, 1e-5);
+    free(y);
+    /* l2_norm */
+    X->ops->copy(X, dy, da, nh);
+    X->ops->l2_norm(X, dy, T, H, D, 1e-6f, 0.5f);
+    y = down(dy, nh);
+    memcpy(ref, a, sizeof(float) * (size_t)nh);
+    ref_l2_norm(ref, T, H, D, 1e-6f, 0.5f);
+    expect("l2_norm", "7 x 3 heads of 30", y, ref, nh, 1e-5);
+    free(y);
+    /* add_bias */
+    X->ops->copy(X, dy, da, n);
+    X->ops->add_bias(X, dy, &wn, T, C);
+    y = down(dy, n);
+    memcpy(ref, a, sizeof(float) * (size_t)n);
+    ref_add_bias(ref, dn, T, C);
+    expect("add_bias", "91 x 7", y, ref, n, 0);
+    free(y);
+    /* copy_cols / set_cols / gather_rows */
+    X->ops->copy_cols(X, dy, da, T, C, 13, 40);
+    y = down(dy, (int64_t)T * 40);
+    for (int t = 0; t < T; t++) memcpy(ref + t * 40, a + t * C + 13, sizeof(float) * 40);
+    expect("copy_cols", "cols 13..53 of 91", y, ref, (int64_t)T * 40, 0);
+    free(y);
+    X->ops->copy(X, dy, db, n);
+    X->ops->set_cols(X, dy, da, T, C, 50, 41);
+    y = down(dy, n);
+    memcpy(ref, b, sizeof(float) * (size_t)n);
+    for (int t = 0; t < T; t++) memcpy(ref + t * C + 50, a + t * 41, sizeof(float) * 41);
+    expect("set_cols", "cols 50..91 of 91", y, ref, n, 0);
+    free(y);
+    int32_t idx[5] = {6, 0, 3, 3, 1};
+    int32_t *didx = up(idx, sizeof idx);
+    X->ops->gather_rows(X, dy, da, didx, 5, C);
+    y = down(dy, 5 * C);
+    for (int i = 0; i < 5; i++) memcpy(ref + i * C, a + idx[i] * C, sizeof(float) * (size_t)C);
+    expect("gather_rows", "5 of 7 rows", y, ref, 5 * C, 0);
+    free(y);
+    /* rope: both pairings, llama3 factors */
+    int32_t pos[7] = {0, 5, 6, 7, 100, 2000, 3};
+    int32_t *dpos = up(pos, sizeof pos);
+    weight wf;
+    void *df;
+    gguf_tensor gf;
+    CHECK(make_weight(r, QT_F32, 12, 1, 1, &wf, &df, &gf));
+    for (int i = 0; i < 12; i++) ((float *)df)[i] = 1.0f + fabsf(((float *)df)[i]);
+    for (int mode = 0; mode < 2; mode++) {
+        rope_params rp = {mode ? ROPE_NEOX : ROPE_NORM, 24, 10000.0f, mode ? 0.5f : 1.0f};
+        X->ops->copy(X, dy, da, nh);
+        X->ops->rope(X, dy, dpos, T, H, D, &rp, mode ? NULL : &wf);
+        y = down(dy, nh);
+        memcpy(ref, a, sizeof(float) * (size_t)nh);
+        ref_rope(ref, pos, T, H, D, &rp, mode ? NULL : df);
+        expect("rope", mode ? "neox, 24 of 30 dims, scale 0.5" : "norm, factors", y, ref, nh, 1e-5);
+        free(y);
+    }
+    /* add_gated_rows */
+    X->ops->copy(X, dy, da, n);
+    X->ops->add_gated_rows(X, dy, db, da, T, C);
+    y = down(dy, n);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < C; i++) ref[t * C + i] = (float)(a[t * C + i] + sigm(a[t]) * b[t * C + i]);
+    expect("add_gated_rows", "91 x 7", y, ref, n, 1e-5);
+    free(y);
+    free(a), free(b), free(ref), free(dn), free(dh), free(df);
+}
+
+static void check_sequence_ops(rng *r) {
+    /* store_rows and attention, per cache type: 5 queries at positions 10..14 over 15 keys, GQA 6/2 heads
+     * of 32, with and without a window; the reference attends over the cache as stored (dequantized) */
+    const int T = 5, S = 15, Hq = 6, Hkv = 2, D = 32;
+    const int64_t kw = (int64_t)Hkv * D;
+    float *q = randn(r, T * Hq * D, 1), *k = randn(r, S * kw, 1), *v = randn(r, S * kw, 1);
+    int32_t qpos[5], kpos[15];
+    for (int i = 0; i < T; i++) qpos[i] = 10 + i;
+    for (int i = 0; i < S; i++) kpos[i] = i;
+    float *dq = upf(q, T * Hq * D), *dk = upf(k, S * kw), *dv = upf(v, S * kw), *dout = upf(NULL, T * Hq * D);
+    int32_t *dqp = up(qpos, sizeof qpos), *dkp = up(kpos, sizeof kpos);
+    float *ref = malloc(sizeof(float) * T * Hq * D), *sc = malloc(sizeof(float) * S);
+    float *kd = malloc(sizeof(float) * (size_t)(S * kw)), *vd = malloc(sizeof(float) * (size_t)(S * kw));
+    /* store_rows tolerance: half an ulp of f16 / bf16, half a q8_0 step (amax/254) plus its f16 scale */
+    const struct { enum qtype t; double tol; } ct[] = {{QT_F32, 0}, {QT_F16, 0x1p-11}, {QT_BF16, 0x1p-8},
+                                                        {QT_Q8_0, 1.0 / 254 + 0x1p-11}};
+    for (size_t ci = 0; ci < sizeof ct / sizeof ct[0]; ci++) {
+        const enum qtype t = ct[ci].t;
+        const size_t rb = qtype_row_bytes(t, kw);
+        void *ck = up(NULL, rb * S), *cv = up(NULL, rb * S);
+        X->ops->store_rows(X, ck, t, dk, S, kw);
+        X->ops->store_rows(X, cv, t, dv, S, kw);
+        char *hk = malloc(rb * S), *hv = malloc(rb * S);
+        X->ops->download(X, hk, ck, rb * S);
+        X->ops->download(X, hv, cv, rb * S);
+        const quant_ops *qo = quant_ops_get(t, QUANT_ISA_SCALAR);
+        for (int i = 0; i < S; i++) {
+            qo->to_float(hk + (size_t)i * rb, kd + i * kw, kw);
+            qo->to_float(hv + (size_t)i * rb, vd + i * kw, kw);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "15 rows of 64 as %s", qtype_get((uint32_t)t)->name);
+        expect("store_rows", what, kd, k, S * kw, ct[ci].tol);
+        for (int win = 0; win < 2; win++) {
+            X->ops->attention(X, dq, ck, cv, t, t, dout, dqp, dkp, T, S, Hq, Hkv, D, 0.2f, win ? 4 : ATTN_NO_WINDOW);
+            float *y = down(dout, T * Hq * D);
+            ref_attention(q, kd, vd, ref, qpos, kpos, T, S, Hq, Hkv, D, 0.2f, win ? 4 : ATTN_NO_WINDOW, sc);
+            snprintf(what, sizeof what, "5 x 15, GQA 6/2, %s cache%s", qtype_get((uint32_t)t)->name,
+                     win ? ", window 4" : "");
+            expect("attention", what, y, ref, T * Hq * D, 1e-5);
+            free(y);
+        }
+        free(hk), free(hv);
+    }
+    free(q), free(k), free(v), free(ref), free(sc), free(kd), free(vd);
+    /* attention over an f16 cache of 41 positions, D = 64, GQA 4/2: one query at position 40 (a decode
+     * step) and 37 queries at 4..40 (a prompt), with and without a window. Tolerance: 1e-5 for one query;
+     * 2e-3 for a prompt (a GPU's flash attention rounds q and the probabilities to f16, 2^-11 relative
+     * each, and sums the probabilities in its own order) */
+    {
+        const int S2 = 41, Hq2 = 4, Hkv2 = 2, D2 = 64, TP = 37;
+        const int64_t kw2 = (int64_t)Hkv2 * D2, qw2 = (int64_t)Hq2 * D2;
+        float *q2 = randn(r, TP * qw2, 1), *k2 = randn(r, S2 * kw2, 1), *v2 = randn(r, S2 * kw2, 1);
+        int32_t qp[37], kp[41];
+        for (int i = 0; i < TP; i++) qp[i] = 4 + i;
+        for (int i = 0; i < S2; i++) kp[i] = i;
+        const size_t rb = qtype_row_bytes(QT_F16, kw2);
+        float *dq2 = upf(q2, TP * qw2), *dk2 = upf(k2, S2 * kw2), *dv2 = upf(v2, S2 * kw2), *do2 = upf(NULL, TP * qw2);
+        int32_t *dqp2 = up(qp, sizeof qp), *dkp2 = up(kp, sizeof kp);
+        void *ck = up(NULL, rb * S2), *cv = up(NULL, rb * S2);
+        X->ops->store_rows(X, ck, QT_F16, dk2, S2, kw2);
+        X->ops->store_rows(X, cv, QT_F16, dv2, S2, kw2);
+        char *hk = malloc(rb * S2), *hv = malloc(rb * S2);
+        X->ops->download(X, hk, ck, rb * S2);
+        X->ops->download(X, hv, cv, rb * S2);
+        float *kd2 = malloc(sizeof(float) * (size_t)(S2 * kw2)), *vd2 = malloc(sizeof(float) * (size_t)(S2 * kw2));
+        float *ref2 = malloc(sizeof(float) * (size_t)(TP * qw2)), *sc2 = malloc(sizeof(float) * S2);
+        const quant_ops *qo = quant_ops_get(QT_F16, QUANT_ISA_SCALAR);
+        qo->to_float(hk, kd2, S2 * kw2);
+        qo->to_float(hv, vd2, S2 * kw2);
+        for (int win = 0; win < 2; win++)
+            for (int pre = 0; pre < 2; pre++) {
+                const int T2 = pre ? TP : 1, q0 = pre ? 0 : TP - 1, wnd = win ? 9 : ATTN_NO_WINDOW;
+                X->ops->attention(X, dq2 + q0 * qw2, ck, cv, QT_F16, QT_F16, do2, dqp2 + q0, dkp2, T2, S2, Hq2, Hkv2, D2,
+                                  0.125f, wnd);
+                float *y = down(do2, T2 * qw2);
+                ref_attention(q2 + q0 * qw2, kd2, vd2, ref2, qp + q0, kp, T2, S2, Hq2, Hkv2, D2, 0.125f, wnd, sc2);
+                char what[64];
+                snprintf(what, sizeof what, "%d x 41, D 64, GQA 4/2, F16 cache%s", T2, win ? ", window 9" : "");
+                expect("attention", what, y, ref2, T2 * qw2, pre ? 2e-3 : 1e-5);
+                free(y);
+            }
+        free(q2), free(k2), free(v2), free(hk), free(hv), free(kd2), free(vd2), free(ref2), free(sc2);
+    }
+    /* conv1d_silu: 6 tokens, 37 channels, kernel 4, with a state */
+    {
+        const int Tc = 6, Ch = 37, Kc = 4;
+        weight w;
+        void *wd;
+        gguf_tensor gt;
+        CHECK(make_weight(r, QT_F32, Kc, Ch, 1, &w, &wd, &gt));
+        float *x = randn(r, Tc * Ch, 1), *st = randn(r, (Kc - 1) * Ch, 1);
+        float *dx = upf(x, Tc * Ch), *dst = upf(st, (Kc - 1) * Ch), *dy = upf(NULL, Tc * Ch);
+        X->ops->conv1d_silu(X, dx, dst, &w, dy, Tc, Ch, Kc);
+        float *y = down(dy, Tc * Ch), *s2 = down(dst, (Kc - 1) * Ch), *yr = malloc(sizeof(float) * Tc * Ch);
+        ref_conv1d_silu(x, st, wd, yr, Tc, Ch, Kc);
+        expect("conv1d_silu", "6 x 37, K 4: output", y, yr, Tc * Ch, 1e-5);
+        expect("conv1d_silu", "6 x 37, K 4: state", s2, st, (Kc - 1) * Ch, 1e-5);
+        free(x), free(st), free(y), free(s2), free(yr), free(wd);
+    }
+    /* gdn_gates */
+    {
+        const int Tg = 5, Hv = 6;
+        weight wa, wdt;
+        void *da, *ddt;
+        gguf_tensor ga, gdt;
+        CHECK(make_weight(r, QT_F32, Hv, 1, 1, &wa, &da, &ga) && make_weight(r, QT_F32, Hv, 1, 1, &wdt, &ddt, &gdt));
+        float *al = randn(r, Tg * Hv, 3), *be = randn(r, Tg * Hv, 3);
+        al[0] = 30; /* softplus's linear branch */
+        float *dal = upf(al, Tg * Hv), *dbe = upf(be, Tg * Hv);
+        X->ops->gdn_gates(X, dal, dbe, &wa, &wdt, Tg, Hv);
+        float *g = down(dal, Tg * Hv), *b = down(dbe, Tg * Hv);
+        float *gr = malloc(sizeof(float) * Tg * Hv), *br = malloc(sizeof(float) * Tg * Hv);
+        for (int t = 0; t < Tg; t++)
+            for (int j = 0; j < Hv; j++) {
+                double a = (double)al[t * Hv + j] + ((float *)ddt)[j];
+                gr[t * Hv + j] = (float)(((float *)da)[j] * (a > 20 ? a : log1p(exp(a))));
+                br[t * Hv + j] = (float)sigm(be[t * Hv + j]);
+            }
+        expect("gdn_gates", "5 x 6: g", g, gr, Tg * Hv, 1e-5);
+        expect("gdn_gates", "5 x 6: beta", b, br, Tg * Hv, 1e-5);
+        free(al), free(be), free(g), free(b), free(gr), free(br), free(da), free(ddt);
+    }
+    /* gdn: step (T = 1) and chunked (T = 70: a full chunk and a partial one), tiled heads; then the chunked
+     * form at Dk = Dv = 128 (a GPU's tensor-friendly shape: 1e-4 of the largest value, the bound its kernel
+     * keeps against the step form, docs/cuda-prefill.md) */
+    for (int k2 = 0; k2 < 3; k2++) {
+        const int Tg = k2 ? 70 : 1, Hk = k2 == 2 ? 1 : 2, Hv = k2 == 2 ? 2 : 4, Dk = k2 == 2 ? 128 : 16,
+                  Dv = k2 == 2 ? 128 : 12;
+        const double tol = k2 == 2 ? 1e-4 : 1e-5;
+        const int64_t nqk = (int64_t)Tg * Hk * Dk, nv = (int64_t)Tg * Hv * Dv, nS = (int64_t)Hv * Dk * Dv;
+        float *q2 = randn(r, nqk, 1), *k3 = randn(r, nqk, 1), *v2 = randn(r, nv, 1), *g = randn(r, Tg * Hv, 1);
+        float *beta = randn(r, Tg * Hv, 1), *S0 = randn(r, nS, 0.2f);
+        for (int i = 0; i < Tg * Hv; i++) g[i] = -log1pf(expf(g[i])), beta[i] = 1 / (1 + expf(-beta[i]));
+        ref_l2_norm(q2, Tg, Hk, Dk, 1e-6f, 1 / sqrtf((float)Dk));
+        ref_l2_norm(k3, Tg, Hk, Dk, 1e-6f, 1);
+        float *dS = upf(S0, nS), *dq2 = upf(q2, nqk), *dk3 = upf(k3, nqk), *dv2 = upf(v2, nv);
+        float *dg = upf(g, Tg * Hv), *dbeta = upf(beta, Tg * Hv), *dout2 = upf(NULL, nv);
+        X->ops->gdn(X, dS, dq2, dk3, dv2, dg, dbeta, dout2, Tg, Hk, Hv, Dk, Dv, GDN_HEADS_TILED);
+        float *o = down(dout2, nv), *S2 = down(dS, nS), *or = malloc(sizeof(float) * (size_t)nv);
+        if (Tg == 1) {
+            ref_gdn_step(S0, q2, k3, v2, g, beta, or, Hk, Hv, Dk, Dv, GDN_HEADS_TILED);
+        } else {
+            float *scr = malloc(sizeof(float) * (size_t)ref_gdn_chunk_scratch(64, Dk, Dv));
+            ref_gdn_chunk(S0, q2, k3, v2, g, beta, or, Tg, Hk, Hv, Dk, Dv, 64, GDN_HEADS_TILED, scr);
+            free(scr);
+        }
+        expect("gdn", k2 == 2 ? "70 tokens, D 128 (chunked): output" : k2 ? "70 tokens (chunked): output" : "1 token (step): output", o, or, nv, tol);
+        expect("gdn", k2 == 2 ? "70 tokens, D 128 (chunked): state" : k2 ? "70 tokens (chunked): state" : "1 token (step): state", S2, S0, nS, tol);
+        free(q2), free(k3), free(v2), free(g), free(beta), free(S0), free(o), free(S2), free(or);
+    }
+    /* gated_norm */
+    {
+        const int Tg = 3, Hv = 4, Dv = 13;
+        const int64_t n = (int64_t)Tg * Hv * Dv;
+        weight w;
+        void *wd;
+        gguf_tensor gt;
+        CHECK(make_weight(r, QT_F32, Dv, 1, 1, &w, &wd, &gt));
+        float *o = randn(r, n, 1), *z = randn(r, n, 1), *ref2 = malloc(sizeof(float) * (size_t)n);
+        float *dO = upf(o, n), *dz = upf(z, n);
+        X->ops->gated_norm(X, dO, dz, &w, Tg, Hv, Dv, 1e-6f);
+        float *y = down(dO, n);
+        ref_rms_norm(o, wd, ref2, Tg * Hv, Dv, 1e-6f);
+        for (int64_t i = 0; i < n; i++) ref2[i] = (float)(ref2[i] * silu(z[i]));
+        expect("gated_norm", "3 x 4 heads of 13", y, ref2, n, 1e-5);
+        free(o), free(z), free(ref2), free(y), free(wd);
+    }
+}
+
+static void check_moe(rng *r) {
+    const int T = 9, E = 11, K = 3, C = 17;
+    float *l = randn(r, T * E, 2);
+    l[0 * E + 4] = l[0 * E + 7] = 9.0f; /* a tie at the top: the lower id first */
+    l[1 * E + 2] = l[1 * E + 9] = l[1 * E + 5] = 8.0f;
+    float *dl = upf(l, T * E), *dw = upf(NULL, T * K);
+    int32_t *dsel = up(NULL, sizeof(int32_t) * T * K);
+    for (int gating = 0; gating < 2; gating++)
+        for (int renorm = 0; renorm < 2; renorm++) {
+            X->ops->moe_route(X, dl, dsel, dw, T, E, K, gating ? MOE_SIGMOID : MOE_SOFTMAX, renorm);
+            int32_t sel[T * K];
+            X->ops->download(X, sel, dsel, sizeof sel);
+            float *w = down(dw, T * K), wr[T * K];
+            float sr[T * K];
+            for (int t = 0; t < T; t++) {
+                double p[E], mx = -INFINITY, sum = 0;
+                for (int i = 0; i < E; i++) mx = l[t * E + i] > mx ? l[t * E + i] : mx;
+                for (int i = 0; i < E; i++) sum += (p[i] = gating ? sigm(l[t * E + i]) : exp(l[t * E + i] - mx));
+                if (!gating)
+                    for (int i = 0; i < E; i++) p[i] /= sum;
+                bool taken[E];
+                memset(taken, 0, sizeof taken);
+                double tot = 0;
+                for (int j = 0; j < K; j++) {
+                    int best = -1;
+                    for (int i = 0; i < E; i++)
+                        if (!taken[i] && (best < 0 || p[i] > p[best])) best = i;
+                    taken[best] = true;
+                    sr[t * K + j] = (float)best;
+                    tot += (wr[t * K + j] = (float)p[best]);
+                }
+                if (renorm)
+                    for (int j = 0; j < K; j++) wr[t * K + j] = (float)(wr[t * K + j] / tot);
+            }
+            float sf[T * K];
+            for (int i = 0; i < T * K; i++) sf[i] = (float)sel[i];
+            char what[64];
+            snprintf(what, sizeof what, "%s%s, 9 x 11 top 3, ties: ids", gating ? "sigmoid" : "softmax",
+                     renorm ? " renorm" : "");
+            expect("moe_route", what, sf, sr, T * K, 0);
+            snprintf(what, sizeof what, "%s%s: weights", gating ? "sigmoid" : "softmax", renorm ? " renorm" : "");
+            expect("moe_route", what, w, wr, T * K, 1e-5);
+            free(w);
+        }
+    /* moe_combine in ascending expert order */
+    int32_t sel[T * K];
+    X->ops->download(X, sel, dsel, sizeof sel);
+    float *ys = randn(r, T * K * C, 1), *wt = down(dw, T * K), *ref = malloc(sizeof(float) * T * C);
+    float *dys = upf(ys, T * K * C), *dy = upf(NULL, T * C);
+    X->ops->moe_combine(X, dy, dys, dsel, dw, T, K, C);
+    float *y = down(dy, T * C);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < C; i++) {
+            double s = 0;
+            for (int j = 0; j < K; j++) s += (double)wt[t * K + j] * ys[(t * K + j) * C + i];
+            ref[t * C + i] = (float)s;
+        }
+    expect("moe_combine", "9 x 3 rows of 17", y, ref, T * C, 1e-5);
+    free(l), free(ys), free(wt), free(ref), free(y);
+}
+
+static void check_device(const char *name) {
+    err e = {0};
+    snprintf(device_name, sizeof device_name, "%s", name);
+    DEV = backend_open(name, 3, false, &e);
+    CHECKF(DEV != NULL, "%s: %s", name, e.msg);
+    if (!DEV) return;
+    /* weights are bound before the plan so the executor sizes for them (as a model's are before its
+     * contexts): the widest expert weight of the cases below; the plan holds every case */
+    rng r;
+    rng_seed(&r, 170);
+    weight we;
+    void *wed;
+    gguf_tensor gte;
+    CHECK(make_weight(&r, QT_F32, 768, 37, 3, &we, &wed, &gte));
+    free(wed);
+    exec_plan plan = {.max_tokens = 80, .max_out = 80, .n_ctx = 64, .max_in = 768, .attn_d = 64, .attn_hq = 6,
+                      .gdn_dk = 128, .gdn_dv = 128, .gdn_hv = 4, .moe_k = 2, .n_threads = 3};
+    X = DEV->ops->exec_new(DEV, &plan, &e);
+    CHECKF(X != NULL, "%s: %s", name, e.msg);
+    if (!X) return;
+    printf("| device | op | case | error | tolerance |\n|---|---|---|---:|---:|\n");
+    /* data movement through upload / download */
+    float h[13], back[13];
+    for (int i = 0; i < 13; i++) h[i] = (float)i - 6.5f;
+    float *d = upf(h, 13);
+    X->ops->download(X, back, d, sizeof back);
+    expect("upload", "13 floats round trip", back, h, 13, 0);
+    expect("download", "13 floats round trip", back, h, 13, 0);
+    tested("begin_pass"); /* used by every matmul case below */
+    tested("destroy");
+    check_elementwise(&r);
+    check_sequence_ops(&r);
+    check_moe(&r);
+    check_matmuls(&r);
+    err se = {0};
+    CHECKF(exec_status(X, &se) == 0, "%s: the executor recorded a failure: %s", name, se.msg);
+    free_bufs();
+    exec_free(X);
+    backend_free(DEV);
+    const int n_ops = (int)(sizeof(exec_ops) / sizeof(void (*)(void)));
+    CHECKF(n_tested_ops == n_ops, "%s: %d of the %d executor ops were tested", name, n_tested_ops, n_ops);
+    printf("%s: %d of %d executor ops checked\n", name, n_tested_ops, n_ops);
+}
+
+int backend_conformance(const char *device, int *n_checks) {
+    n_tested_ops = 0;
+    check_passed = check_failed = 0;
+    check_device(device);
+    if (n_checks) *n_checks = check_passed + check_failed;
+    return check_failed;
+}

@@ -1,0 +1,467 @@
+/* cuda_backend: the CUDA device (weights uploaded at load, device memory from cudaMalloc) and executor
+ * (one stream, scratch sized once from the plan), and the matmuls.
+ *
+ * Weights: F32 / F16 / BF16 tensors are uploaded as they are. The quantized types the kernels run (Q4_0,
+ * Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) are uploaded twice: repacked into the GEMV layout (repack.h; also
+ * what get_rows dequantizes from) and as GGUF blocks for the prefill GEMM (kernels/gemm_q.cu), which reads
+ * that layout. Any other type is an error naming the tensor.
+ *
+ * Matmuls: per row, the family its span chooses (CUDA_GEMV_MAX_ROWS, cuda_impl.h): GEMV rows are
+ * quantized to q8_1 and run 8 at a time through cuda_gemv_q; GEMM rows are rounded to bf16 and run
+ * through cuda_gemm_q (where its shape conditions hold: K % 64 == 0, N even, 16-byte aligned blocks; else
+ * the GEMV in pieces of 8 rows). Float weights go to cuda_matmul_f at any T. matmul_experts is one launch
+ * over every routed slot (the expert id read on the device). Nothing synchronises the host. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impl.h"
+#include "backends/cuda/cuda_util.h"
+#include "backends/cuda/repack.h"
+
+/* ---------------------------------------------------------------- failures */
+
+int cx_kfail(exec *x, int status, const char *op, const char *what) {
+    if (status == CUDA_KERR_OK) return 0;
+    const char *why = status == CUDA_KERR_ARGS          ? "a kernel precondition failed"
+                      : status == CUDA_KERR_UNSUPPORTED ? "a type or shape the kernels do not handle"
+                                                        : "the launch failed";
+    cudaError_t ce = status == CUDA_KERR_LAUNCH ? cudaGetLastError() : cudaSuccess;
+    exec_fail(x, status == CUDA_KERR_UNSUPPORTED ? ERR_UNSUPPORTED : status == CUDA_KERR_ARGS ? ERR_ARG : ERR_IO,
+              "%s%s%s%s: %s%s%s", op, *what ? " '" : "", what, *what ? "'" : "", why, ce != cudaSuccess ? ": " : "",
+              ce != cudaSuccess ? cudaGetErrorString(ce) : "");
+    return status;
+}
+
+const float *cx_f32(exec *x, const weight *w, const char *op) {
+    const cuda_weight *cw = w->data;
+    if (w->type != QT_F32) {
+        exec_fail(x, ERR_UNSUPPORTED, "%s: weight '%s' is %s, the op needs F32", op, w->name,
+                  qtype_get((uint32_t)w->type)->name);
+        return NULL;
+    }
+    return cw->raw;
+}
+
+static bool is_float_type(enum qtype t) { return t == QT_F32 || t == QT_F16 || t == QT_BF16; }
+
+/* ---------------------------------------------------------------- the pass */
+
+void cx_begin_pass(exec *x, const pass_span *spans, int n_spans) {
+    cuda_exec *c = cx_of(x);
+    x->stats.n_ops++;
+    int T = 0, n_out = 0;
+    for (int s = 0; s < n_spans; s++) T += spans[s].n, n_out += spans[s].n_out;
+    c->T = c->n_spans = c->n_out = 0;
+    if (T > c->plan.max_tokens || n_out > T) {
+        exec_fail(x, ERR_RANGE, "a pass of %d tokens (%d output rows): the context was planned for %d", T, n_out,
+                  c->plan.max_tokens);
+        return;
+    }
+    for (int s = 0, t = 0, o = 0; s < n_spans; s++) {
+        const uint8_t f = spans[s].n > CUDA_GEMV_MAX_ROWS;
+        for (int i = 0; i < spans[s].n; i++) c->bulk[t++] = f;
+        for (int i = 0; i < spans[s].n_out; i++) c->out_bulk[o++] = f && spans[s].n_out == spans[s].n;
+    }
+    c->T = T, c->n_spans = n_spans, c->n_out = n_out;
+}
+
+/* ---------------------------------------------------------------- matmuls */
+
+/* expert e's rows of the GEMV layout */
+static cuda_qmat expert_qmat(const cuda_weight *cw, int e) {
+    cuda_qmat q = cw->q;
+    const size_t r0 = (size_t)e * (size_t)cw->N;
+    q.N = cw->N;
+    q.qs = (const char *)q.qs + r0 * cw->qs_row;
+    q.hi = q.hi ? (const char *)q.hi + r0 * cw->hi_row : NULL;
+    q.meta = (const char *)q.meta + r0 * cw->meta_row;
+    return q;
+}
+
+/* rows [r0, r0 + n) of x through the GEMV, 8 at a time */
+static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *in, float *y, int r0, int n) {
+    cuda_exec *c = cx_of(x);
+    const int64_t K = q->K, N = q->N, U = K / 32;
+    if (cx_kfail(x, cuda_quantize_q8_1(in + (int64_t)r0 * K, c->xq, c->ds, n, (int)K, c->st), "matmul", w->name))
+        return;
+    for (int t = 0; t < n; t += CUDA_GEMV_MAX_ROWS) {
+        const int m = n - t < CUDA_GEMV_MAX_ROWS ? n - t : CUDA_GEMV_MAX_ROWS;
+        if (cx_kfail(x, cuda_gemv_q(q, c->xq + (int64_t)t * K, c->ds + (int64_t)t * U * 2, y + (int64_t)(r0 + t) * N, m,
+                                    c->st),
+                     "matmul", w->name))
+            return;
+    }
+}
+
+/* rows [r0, r0 + n) through the bf16 GEMM where its conditions hold, else the GEMV */
+static void mm_gemm(exec *x, const weight *w, int expert, const float *in, float *y, int r0, int n) {
+    cuda_exec *c = cx_of(x);
+    const cuda_weight *cw = w->data;
+    const int64_t K = cw->K, N = cw->N;
+    const char *raw = (const char *)cw->raw + (size_t)expert * (size_t)N * qtype_row_bytes(cw->type, K);
+    const cuda_qmat q = expert_qmat(cw, expert);
+    if (!cuda_gemm_q_supports((int)cw->type) || K % 64 || N % 2 || ((uintptr_t)raw & 15)) {
+        mm_gemv(x, w, &q, in, y, r0, n);
+        return;
+    }
+    if (cx_kfail(x, cuda_f32_to_bf16(in + (int64_t)r0 * K, c->xb, (int64_t)n * K, c->st), "matmul", w->name)) return;
+    cx_kfail(x, cuda_gemm_q((int)cw->type, raw, c->xb, y + (int64_t)r0 * N, n, (int)N, (int)K, c->st), "matmul",
+             w->name);
+}
+
+void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows) {
+    cuda_exec *c = cx_of(x);
+    x->stats.n_ops++;
+    if (x->status || T <= 0) return;
+    const cuda_weight *cw = w->data;
+    const uint8_t *fam = NULL; /* per row: 1 GEMM, 0 GEMV; NULL: all GEMV */
+    if (rows.kind == MM_PASS) {
+        if (T != c->T) {
+            exec_fail(x, ERR_ARG, "matmul '%s' over %d pass rows; the pass has %d", w->name, T, c->T);
+            return;
+        }
+        fam = c->bulk;
+    } else if (rows.kind == MM_OUT) {
+        if (rows.first < 0 || rows.first + T > c->n_out) {
+            exec_fail(x, ERR_ARG, "matmul '%s' over output rows %d..%d; the pass has %d", w->name, rows.first,
+                      rows.first + T, c->n_out);
+            return;
+        }
+        fam = c->out_bulk + rows.first;
+    } else if (rows.kind == MM_RUN) {
+        fam = c->ones;
+    }
+    if (T > c->R || cw->K > c->K) {
+        exec_fail(x, ERR_RANGE, "matmul '%s': %d rows of %lld values; the executor was planned for %d of %lld", w->name,
+                  T, (long long)cw->K, c->R, (long long)c->K);
+        return;
+    }
+    if (expert < 0 || expert >= cw->E) {
+        exec_fail(x, ERR_ARG, "matmul '%s': expert %d of %lld", w->name, expert, (long long)cw->E);
+        return;
+    }
+    if (is_float_type(cw->type)) { /* one kernel for every row: no family to choose */
+        const char *raw = (const char *)cw->raw + (size_t)expert * (size_t)cw->N * qtype_row_bytes(cw->type, cw->K);
+        cx_kfail(x, cuda_matmul_f((int)cw->type, raw, in, y, (int)cw->N, (int)cw->K, T, NULL, 1, 1, c->st), "matmul",
+                 w->name);
+        return;
+    }
+    const cuda_qmat q = expert_qmat(cw, expert);
+    for (int r0 = 0; r0 < T && !x->status;) { /* runs of rows of one family */
+        const uint8_t f = fam ? fam[r0] : 0;
+        int r1 = r0 + 1;
+        while (r1 < T && (fam ? fam[r1] : 0) == f) r1++;
+        if (f) mm_gemm(x, w, expert, in, y, r0, r1 - r0);
+        else mm_gemv(x, w, &q, in, y, r0, r1 - r0);
+        r0 = r1;
+    }
+}
+
+/* Every routed slot in one launch (one block row per slot, its expert's rows read by id on the device):
+ * no host round trip, and a slot's result does not depend on the others. */
+void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
+                       float *y, int T) {
+    cuda_exec *c = cx_of(x);
+    x->stats.n_ops++;
+    if (x->status) return;
+    const cuda_weight *cw = w->data;
+    if (T != c->T) {
+        exec_fail(x, ERR_ARG, "matmul_experts '%s' over %d rows; the pass has %d", w->name, T, c->T);
+        return;
+    }
+    const int64_t slots = (int64_t)T * K, n_in = in_per_slot ? slots : T;
+    if (K < 1 || n_in > c->RK || cw->K > c->K) {
+        exec_fail(x, ERR_RANGE, "matmul_experts '%s': %lld rows of %lld values, %d experts a token; planned for %d of %lld",
+                  w->name, (long long)n_in, (long long)cw->K, K, c->RK, (long long)c->K);
+        return;
+    }
+    if (!T) return;
+    const int xdiv = in_per_slot ? 1 : K;
+    if (is_float_type(cw->type)) {
+        cx_kfail(x, cuda_matmul_f((int)cw->type, cw->raw, in, y, (int)cw->N, (int)cw->K, (int)slots, sel, (int)cw->E,
+                                  xdiv, c->st),
+                 "matmul_experts", w->name);
+        return;
+    }
+    cuda_qmat q = cw->q;
+    q.N = cw->N; /* rows per expert; the kernel offsets by sel * N */
+    if (cx_kfail(x, cuda_quantize_q8_1(in, c->xq, c->ds, (int)n_in, (int)cw->K, c->st), "matmul_experts", w->name))
+        return;
+    cx_kfail(x, cuda_gemv_q_experts(&q, (int)cw->E, sel, (int)slots, xdiv, c->xq, c->ds, y, c->st), "matmul_experts",
+             w->name);
+}
+
+/* ---------------------------------------------------------------- device */
+
+static int oom(err *e, const char *what, size_t need) {
+    size_t fr = 0, tot = 0;
+    cudaGetLastError(); /* clear the allocation failure */
+    cudaMemGetInfo(&fr, &tot);
+    return err_set(e, ERR_NOMEM, "%s: %.1f MiB of GPU memory needed, %.1f MiB free of %.1f MiB", what,
+                   (double)need / (1 << 20), (double)fr / (1 << 20), (double)tot / (1 << 20));
+}
+
+static void *cd_alloc(backend *b, size_t bytes) {
+    cuda_dev *d = b->impl;
+    void *p = NULL;
+    if (!bytes || cudaSetDevice(d->dev) != cudaSuccess) return NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    /* zeroed before any executor's stream (non-blocking: no implicit order with this memset) uses it */
+    if (cudaMemset(p, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void cd_free(backend *b, void *p) {
+    (void)b;
+    if (p) cudaFree(p);
+}
+
+static void weight_release(cuda_weight *cw) {
+    cu_free(cw->raw);
+    cu_free(cw->planes);
+    free(cw);
+}
+
+static int up(void **dst, const void *src, size_t bytes, const char *name, err *e) {
+    char what[200];
+    snprintf(what, sizeof what, "tensor '%s'", name);
+    if (cudaMalloc(dst, bytes ? bytes : 1) != cudaSuccess) {
+        *dst = NULL;
+        return oom(e, what, bytes);
+    }
+    return cu_check(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice), e, what);
+}
+
+static int cd_weight_init(backend *b, weight *w, const gguf_tensor *t, err *e) {
+    cuda_dev *d = b->impl;
+    const enum qtype ty = (enum qtype)t->type;
+    const qtype_info *in = qtype_get(t->type);
+    const bool quant = ty == QT_Q4_0 || ty == QT_Q4_1 || ty == QT_Q5_0 || ty == QT_Q8_0 || ty == QT_Q4_K ||
+                       ty == QT_Q5_K || ty == QT_Q6_K;
+    if (!in || (!quant && !is_float_type(ty)))
+        return err_set(e, ERR_UNSUPPORTED,
+                       "tensor '%s': type %s is not supported by the cuda backend (it runs F32, F16, BF16, Q4_0, Q4_1, "
+                       "Q5_0, Q8_0, Q4_K, Q5_K, Q6_K; requantize the file, or use --device cpu)",
+                       t->name, in ? in->name : "?");
+    int rc = cu_check(cudaSetDevice(d->dev), e, "cudaSetDevice");
+    if (rc) return rc;
+    cuda_weight *cw = calloc(1, sizeof *cw);
+    if (!cw) return err_set(e, ERR_NOMEM, "out of memory");
+    cw->type = ty;
+    cw->K = t->ne[0];
+    cw->E = t->n_dims >= 3 ? t->ne[2] : 1;
+    cw->N = t->n_dims >= 2 ? t->ne[1] : 1;
+    rc = up(&cw->raw, t->data, t->nbytes, t->name, e);
+    if (!rc && quant) {
+        const int64_t rows = (int64_t)(t->n_elements / (uint64_t)cw->K);
+        size_t qs, hi, meta;
+        if ((rc = cuda_repack_sizes(ty, 1, cw->K, &cw->qs_row, &cw->hi_row, &cw->meta_row, e)) ||
+            (rc = cuda_repack_sizes(ty, rows, cw->K, &qs, &hi, &meta, e))) {
+            char why[sizeof e->msg];
+            snprintf(why, sizeof why, "%s", e->msg);
+            err_set(e, rc, "tensor '%s': %s", t->name, why);
+        } else {
+            /* planes 256-byte aligned inside one allocation */
+            const size_t o_hi = (qs + 255) & ~(size_t)255, o_meta = o_hi + ((hi + 255) & ~(size_t)255);
+            char *h = malloc(o_meta + meta);
+            if (!h) rc = err_set(e, ERR_NOMEM, "tensor '%s': out of host memory to repack", t->name);
+            if (!rc) rc = cuda_repack(ty, t->data, rows, cw->K, h, hi ? h + o_hi : NULL, h + o_meta, e);
+            if (!rc) rc = up(&cw->planes, h, o_meta + meta, t->name, e);
+            free(h);
+            if (!rc)
+                cw->q = (cuda_qmat){.type = ty, .N = rows, .K = cw->K, .qs = cw->planes,
+                                    .hi = hi ? (char *)cw->planes + o_hi : NULL, .meta = (char *)cw->planes + o_meta};
+            d->weight_bytes += o_meta + meta;
+        }
+    }
+    if (rc) {
+        weight_release(cw);
+        return rc;
+    }
+    d->weight_bytes += t->nbytes;
+    cw->next = d->weights;
+    d->weights = cw;
+    w->name = t->name;
+    w->type = ty;
+    w->n_dims = (int)t->n_dims;
+    for (int i = 0; i < 4; i++) w->ne[i] = t->ne[i];
+    w->nbytes = t->nbytes;
+    w->data = cw;
+    if (t->ne[0] > d->max_in) d->max_in = t->ne[0];
+    return 0;
+}
+
+void cx_destroy(exec *x) {
+    if (!x) return;
+    cuda_exec *c = x->impl;
+    if (c) {
+        if (c->st) {
+            cudaStreamSynchronize(c->st);
+            cudaStreamDestroy(c->st);
+        }
+        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->nkv};
+        for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) cu_free(dbufs[i]);
+        free(c->bulk), free(c->out_bulk), free(c->ones);
+        free(c);
+    }
+    free(x);
+}
+
+/* Sizes every scratch buffer for the plan's worst call: activations of R (or routed RK) rows of the widest
+ * input, the split-K partials of a decode attention over n_ctx positions, the chunked GDN's per-chunk
+ * matrices for max_tokens. */
+static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
+    cuda_dev *d = b->impl;
+    if (cu_check(cudaSetDevice(d->dev), e, "cudaSetDevice")) return NULL;
+    exec *x = calloc(1, sizeof *x);
+    cuda_exec *c = calloc(1, sizeof *c);
+    if (!x || !c) {
+        free(x), free(c);
+        err_set(e, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    x->dev = b, x->ops = &cuda_exec_ops, x->impl = c;
+    c->d = d;
+    c->plan = *plan;
+    const int maxT = plan->max_tokens > 0 ? plan->max_tokens : 1;
+    c->plan.max_tokens = maxT;
+    c->R = maxT > plan->max_out ? maxT : plan->max_out;
+    c->RK = plan->moe_k > 0 && (int64_t)maxT * plan->moe_k > c->R ? maxT * plan->moe_k : c->R;
+    int64_t K = plan->max_in > d->max_in ? plan->max_in : d->max_in > 0 ? d->max_in : 32;
+    c->K = K = (K + 63) / 64 * 64;
+    const size_t R = (size_t)c->R, RK = (size_t)c->RK;
+    c->bulk = malloc(R), c->out_bulk = malloc(R), c->ones = malloc(R);
+    if (!c->bulk || !c->out_bulk || !c->ones) {
+        cx_destroy(x);
+        err_set(e, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    memset(c->ones, 1, R);
+    if (plan->attn_d > 0 && plan->attn_d % 32 == 0 && plan->attn_d <= 256 && plan->attn_hq > 0 && plan->n_ctx > 0)
+        c->attn_n = cuda_attn_decode_scratch(plan->n_ctx, plan->attn_hq, plan->attn_d);
+    if (plan->gdn_dk == 128 && plan->gdn_dv == 128 && plan->gdn_hv > 0 && maxT > 1)
+        c->gdn_n = cuda_gdn_chunk_scratch(maxT, plan->gdn_hv);
+    struct { void **p; size_t n; } want[] = {
+        {(void **)&c->xq, RK * (size_t)K},
+        {(void **)&c->ds, RK * (size_t)(K / 32) * 2 * sizeof(float)},
+        {(void **)&c->xb, R * (size_t)K * 2},
+        {(void **)&c->attn, (size_t)c->attn_n * sizeof(float)},
+        {(void **)&c->gdn, (size_t)c->gdn_n * sizeof(float)},
+        {(void **)&c->nkv, 64},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) total += want[i].n;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!want[i].n) continue;
+        if (cudaMalloc(want[i].p, want[i].n) != cudaSuccess) {
+            *want[i].p = NULL;
+            cx_destroy(x);
+            char what[160];
+            snprintf(what, sizeof what, "cannot create a cuda executor for %d-token passes (scratch)", maxT);
+            oom(e, what, total);
+            return NULL;
+        }
+    }
+    if (cu_check(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking), e, "cudaStreamCreate")) {
+        cx_destroy(x);
+        return NULL;
+    }
+    return x;
+}
+
+static void cd_destroy(backend *b) {
+    cuda_dev *d = b->impl;
+    for (cuda_weight *w = d->weights, *n; w; w = n) {
+        n = w->next;
+        weight_release(w);
+    }
+    free(d);
+    free(b);
+}
+
+static enum qtype cd_default_cache_type(const backend *b) {
+    (void)b; /* llama.cpp's default; the split-K decode and flash prefill kernels read f16 caches */
+    return QT_F16;
+}
+
+/* every cache type through the general attention kernel (D <= 256); Q8_0 rows in whole blocks */
+static bool cd_cache_type_ok(const backend *b, enum qtype t, int64_t D) {
+    (void)b;
+    if (D < 1 || D > 256) return false;
+    if (t == QT_F32 || t == QT_F16 || t == QT_BF16) return true;
+    return t == QT_Q8_0 && D % 32 == 0;
+}
+
+static const backend_ops cuda_backend_ops = {
+    .destroy = cd_destroy,
+    .alloc = cd_alloc,
+    .free = cd_free,
+    .weight_init = cd_weight_init,
+    .exec_new = cd_exec_new,
+    .default_cache_type = cd_default_cache_type,
+    .cache_type_ok = cd_cache_type_ok,
+};
+
+backend *cuda_backend_new(const char *device, err *e) {
+    int n = 0;
+    if (!strcmp(device, "cuda")) {
+        n = 0;
+    } else {
+        char *end = NULL;
+        long v = strtol(device + 5, &end, 10);
+        if (device[4] != ':' || !device[5] || *end || v < 0 || v > 1024)
+            return err_set(e, ERR_ARG, "device '%s': expected cuda or cuda:N", device), NULL;
+        n = (int)v;
+    }
+    backend *b = calloc(1, sizeof *b);
+    cuda_dev *d = calloc(1, sizeof *d);
+    if (!b || !d) {
+        free(b), free(d);
+        err_set(e, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    d->dev = n;
+    snprintf(d->name, sizeof d->name, "cuda:%d", n);
+    if (cu_select_device(n, d->info, sizeof d->info, e)) {
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e->msg);
+        err_set(e, e->code, "device '%s': %s (devices: %s)", device, why, backend_devices());
+        free(b), free(d);
+        return NULL;
+    }
+    b->name = d->name;
+    b->ops = &cuda_backend_ops;
+    b->impl = d;
+    return b;
+}
+
+/* "cuda:0,cuda:1" for the GPUs of this machine ("" when none) */
+static const char *cuda_list(void) {
+    static char list[128];
+    int n = 0;
+    list[0] = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return list;
+    }
+    for (int i = 0, o = 0; i < n && o < (int)sizeof list - 16; i++)
+        o += snprintf(list + o, sizeof list - (size_t)o, "%scuda:%d", i ? "," : "", i);
+    return list;
+}
+
+static backend *cuda_open(const char *device, int n_threads, bool exact, err *e) {
+    (void)n_threads, (void)exact; /* CPU settings */
+    return cuda_backend_new(device, e);
+}
+
+void cuda_backend_register(void) {
+    static const backend_provider p = {.prefix = "cuda", .list = cuda_list, .open = cuda_open};
+    backend_register(&p);
+}

@@ -1,0 +1,76 @@
+/* cuda_impl (internal to src/backends/cuda/): the CUDA device and executor structs shared by
+ * cuda_backend.c (device, weights, executor creation, the matmuls) and cuda_exec.c (the other ops).
+ *
+ * Ownership: the device owns every cuda_weight (a list freed by destroy) and the device memory of the
+ * weights; an executor owns its stream and its scratch. weight.data of a model's weight points at its
+ * cuda_weight (host memory holding device pointers): models never dereference it. */
+#ifndef LLM170_BACKENDS_CUDA_CUDA_IMPL_H
+#define LLM170_BACKENDS_CUDA_CUDA_IMPL_H
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/kernels.h"
+
+/* A span of more than this many tokens of one sequence is a "bulk" run: its rows go to the prefill GEMM
+ * (bf16 tensor cores); shorter spans to the q8_1 GEMV (up to 8 rows per launch). The choice is per span,
+ * so a sequence's rows never change kernel family with what else shares the batch. */
+#define CUDA_GEMV_MAX_ROWS 8
+
+typedef struct cuda_weight {
+    enum qtype type;
+    int64_t K, N, E;      /* row width, rows per expert, experts (1 if none) */
+    void *raw;            /* device copy of the GGUF bytes: F32 / F16 / BF16 values, the GEMM's blocks */
+    void *planes;         /* quantized types: the GEMV layout (one allocation: qs | hi | meta) */
+    cuda_qmat q;          /* all E * N rows of the GEMV layout (q.N = E * N) */
+    size_t qs_row, hi_row, meta_row; /* bytes per row of each plane */
+    struct cuda_weight *next;
+} cuda_weight;
+
+typedef struct cuda_dev {
+    int dev;
+    char name[16];        /* "cuda:N" */
+    char info[160];       /* GPU name, compute capability, memory */
+    int64_t max_in;       /* largest ne[0] of the weights bound so far */
+    cuda_weight *weights; /* every weight bound (freed by destroy) */
+    size_t weight_bytes;
+} cuda_dev;
+
+typedef struct cuda_exec {
+    cuda_dev *d;
+    cudaStream_t st;
+    exec_plan plan;
+    int R;                /* most rows of one matmul call (max of max_tokens and max_out) */
+    int RK;               /* most activation rows quantized at once (R, or routed slots T * moe_k) */
+    int64_t K;            /* widest matmul input the scratch holds */
+    /* the pass (begin_pass) */
+    int T, n_spans, n_out;
+    uint8_t *bulk, *out_bulk, *ones; /* host [R]: per row, GEMM family (1) or GEMV (0) */
+    /* device scratch, sized by exec_new */
+    int8_t *xq;           /* [RK][K] q8_1 activations */
+    float *ds;            /* [RK][K / 32][2] their scales */
+    uint16_t *xb;         /* [R][K] bf16 activations of the GEMM */
+    float *attn;          /* split-K decode attention partials */
+    int64_t attn_n;
+    float *gdn;           /* chunked GDN scratch */
+    int64_t gdn_n;
+    int32_t *nkv;         /* one word: the cached positions of a decode attention call */
+} cuda_exec;
+
+static inline cuda_exec *cx_of(exec *x) { return x->impl; }
+
+/* A kernel launcher's status -> the executor's failure record (first one wins); returns status != 0 */
+int cx_kfail(exec *x, int status, const char *op, const char *what);
+/* An F32 weight's device values (norm weights, biases, conv kernels, gates); NULL + failure otherwise */
+const float *cx_f32(exec *x, const weight *w, const char *op);
+
+/* cuda_backend.c: the matmul ops, the pass, the executor's destructor */
+void cx_begin_pass(exec *x, const pass_span *spans, int n_spans);
+void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows);
+void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
+                       float *y, int T);
+void cx_destroy(exec *x);
+
+/* cuda_exec.c: the executor's op table */
+extern const exec_ops cuda_exec_ops;
+
+#endif

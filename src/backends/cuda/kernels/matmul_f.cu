@@ -1,0 +1,87 @@
+/* matmul_f: y = x . W^T for weights kept as floats (F32, F16, BF16: norms' neighbours, small projections,
+ * f16 / f32 files), with f32 activations and f32 accumulation (the CPU pairs F16 / BF16 weights with
+ * activations rounded to f16 / bf16; keeping them f32 here only lowers the error). Also the grouped expert
+ * form: every routed slot (t, j) multiplies its own expert's matrix, the expert id read on the device.
+ *
+ * Grid: blockIdx.x covers 4 output rows n (one warp each, lanes split K); blockIdx.y is a group of 8 token
+ * rows (plain form) or one routed slot (expert form: expert sel[slot], activation row slot / xdiv, output
+ * row slot). A warp reads its weight row once per 8 tokens. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "backends/cuda/kernels/cuda_common.cuh"
+
+template <int WT>
+static __device__ __forceinline__ float w_at(const void *W, int64_t i) {
+    if (WT == QT_F32) return ((const float *)W)[i];
+    if (WT == QT_F16) return __half2float(((const __half *)W)[i]);
+    return __bfloat162float(((const __nv_bfloat16 *)W)[i]);
+}
+
+template <int WT>
+__global__ void __launch_bounds__(128)
+    k_matmul_f(const void *__restrict__ W, const float *__restrict__ x, float *__restrict__ y, int N, int K, int T,
+               const int32_t *__restrict__ sel, int E, int xdiv, int slot0) {
+    const int lane = threadIdx.x & 31, n = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (n >= N) return;
+    int64_t wrow = n, xr0, yr0;
+    int nt;
+    if (sel) {
+        const int slot = slot0 + (int)blockIdx.y, e = sel[slot];
+        if (e < 0 || e >= E) return;
+        wrow += (int64_t)e * N;
+        xr0 = slot / xdiv, yr0 = slot, nt = 1;
+    } else {
+        xr0 = yr0 = (int64_t)blockIdx.y * 8;
+        nt = min(8, T - (int)xr0);
+    }
+    float acc[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc[j] = 0.0f;
+    const float *xb = x + xr0 * K;
+    for (int kk = lane; kk < K; kk += 32) {
+        const float w = w_at<WT>(W, wrow * K + kk);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (j < nt) acc[j] = fmaf(w, xb[(int64_t)j * K + kk], acc[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (j >= nt) break;
+        const float r = warp_sum(acc[j]);
+        if (lane == 0) y[(yr0 + j) * N + n] = r;
+    }
+}
+
+template <int WT>
+static void launch_f(const void *W, const float *x, float *y, int N, int K, int T, const int32_t *sel, int E, int xdiv,
+                     cudaStream_t s) {
+    const unsigned gx = (unsigned)((N + 3) / 4);
+    if (!sel) {
+        k_matmul_f<WT><<<dim3(gx, (unsigned)((T + 7) / 8)), 128, 0, s>>>(W, x, y, N, K, T, NULL, E, 1, 0);
+        return;
+    }
+    for (int s0 = 0; s0 < T; s0 += 65535) { /* T routed slots, at most 65535 per launch (grid y) */
+        const int n = T - s0 < 65535 ? T - s0 : 65535;
+        k_matmul_f<WT><<<dim3(gx, (unsigned)n), 128, 0, s>>>(W, x, y, N, K, T, sel, E, xdiv, s0);
+    }
+}
+
+/* plain: y[T][N] = x[T][K] . W[N][K]^T. Experts (sel != NULL): W is [E][N][K], T is the number of routed
+ * slots, y[slot][N] = x[slot / xdiv] . W[sel[slot]]^T (slots with an expert id outside [0, E) are left
+ * untouched). */
+extern "C" int cuda_matmul_f(int type, const void *W, const float *x, float *y, int N, int K, int T,
+                             const int32_t *sel, int E, int xdiv, cudaStream_t s) {
+    if (!W || !x || !y || N < 1 || K < 1 || T < 0 || (sel && (E < 1 || xdiv < 1)) || (!sel && (T + 7) / 8 > 65535) ||
+        (N + 3) / 4 > 0x7fffffff)
+        return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    switch (type) {
+    case QT_F32: launch_f<QT_F32>(W, x, y, N, K, T, sel, E, xdiv, s); break;
+    case QT_F16: launch_f<QT_F16>(W, x, y, N, K, T, sel, E, xdiv, s); break;
+    case QT_BF16: launch_f<QT_BF16>(W, x, y, N, K, T, sel, E, xdiv, s); break;
+    default: return CUDA_KERR_UNSUPPORTED;
+    }
+    return launch_status();
+}

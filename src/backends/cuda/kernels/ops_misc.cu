@@ -1,0 +1,354 @@
+/* ops_misc: the small executor ops the CUDA backend needs beyond the decode and prefill hot paths
+ * (backends/cuda/cuda_exec.c): data movement (copy_cols, set_cols, gather_rows, embedding lookups with
+ * dequantization, typed cache rows), row norms and gates of the GDN block, the MoE combine and the gated
+ * residual. Each mirrors its CPU reference (engine/ops_ref.c, backends/cpu/cpu_exec_ops.c) operation for
+ * operation where the conformance suite expects exact results (data movement, dequantization), and within
+ * 1e-5 of the output's magnitude elsewhere (summation order, exp/log).
+ *
+ * Element-wise kernels use grid-stride loops over a capped grid (ew_grid) so any n fits one launch. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "backends/cuda/kernels/cuda_common.cuh"
+#include "backends/cuda/kernels/gemv_unpack.h"
+
+#define EW_THREADS 256
+static unsigned ew_grid(int64_t n) {
+    int64_t b = (n + EW_THREADS - 1) / EW_THREADS;
+    return (unsigned)(b < 1 ? 1 : b > 8192 ? 8192 : b);
+}
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+/* ---------------------------------------------------------------- data movement */
+
+/* dst[r][n] = src[r][src_stride] columns [off, off + n): element i = r * n + c */
+__global__ void k_copy_cols(float *__restrict__ dst, const float *__restrict__ src, int64_t rows, int64_t src_stride,
+                            int64_t off, int64_t n) {
+    GRID_STRIDE(i, rows * n) dst[i] = src[(i / n) * src_stride + off + i % n];
+}
+
+/* dst[r][dst_stride] columns [off, off + n) = src[r][n] */
+__global__ void k_set_cols(float *__restrict__ dst, const float *__restrict__ src, int64_t rows, int64_t dst_stride,
+                           int64_t off, int64_t n) {
+    GRID_STRIDE(i, rows * n) dst[(i / n) * dst_stride + off + i % n] = src[i];
+}
+
+/* dst[i][C] = src[idx[i]][C] */
+__global__ void k_gather_rows(float *__restrict__ dst, const float *__restrict__ src, const int32_t *__restrict__ idx,
+                              int n, int C) {
+    GRID_STRIDE(i, (int64_t)n * C) dst[i] = src[(int64_t)idx[i / C] * C + i % C];
+}
+
+/* p[0] = v (a host value into a device word, stream-ordered: no host transfer) */
+__global__ void k_set_int(int32_t *p, int v) { *p = v; }
+
+/* y[T][K] = rows ids[t] of an F32 / F16 / BF16 matrix W[.][K] (WT: 0 f32, 1 f16, 2 bf16) */
+template <int WT>
+__global__ void k_get_rows_f(const void *__restrict__ W, const int32_t *__restrict__ ids, float *__restrict__ y, int T,
+                             int64_t K) {
+    GRID_STRIDE(i, (int64_t)T * K) {
+        const int64_t src = (int64_t)ids[i / K] * K + i % K;
+        float v;
+        if (WT == 0) v = ((const float *)W)[src];
+        else if (WT == 1) v = __half2float(((const __half *)W)[src]);
+        else v = __bfloat162float(((const __nv_bfloat16 *)W)[src]);
+        y[i] = v;
+    }
+}
+
+/* y[T][K] = rows ids[t] of a quantized matrix in the GEMV layout (gemv_unpack.h). One thread per unit of
+ * 32 values (i = t * U + u): value v of a unit is lane byte v % 4 of lane word v / 4, times the unit's
+ * scale, formed as the CPU dequantizers form it (a * lane + b; Q6_K (a * sc) * lane) so the result is
+ * exact. */
+template <enum qtype TYPE>
+__global__ void k_get_rows_q(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,
+                             const uint8_t *__restrict__ meta, const int32_t *__restrict__ ids, float *__restrict__ y,
+                             int T, int64_t K) {
+    constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
+    constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE), QB = gemv_qs_bytes(TYPE);
+    constexpr int HB = gemv_hi_bytes(TYPE);
+    const int64_t U = K / 32;
+    GRID_STRIDE(i, (int64_t)T * U) {
+        const int64_t t = i / U, u = i % U, row = ids[t];
+        const size_t unit = (size_t)(row * U + u);
+        uint32_t q[8] = {0, 0, 0, 0, 0, 0, 0, 0}, h[2] = {0, 0}, v[8];
+        for (int s = 0; s < QB / 4; s++) q[s] = ((const uint32_t *)(qs + unit * QB))[s];
+        for (int s = 0; s < HB / 4; s++) h[s] = ((const uint32_t *)(hi + unit * HB))[s];
+        gemv_unpack_unit(TYPE, q, h, v);
+        const gemv_scale sc = gemv_unit_scale(TYPE, meta + ((size_t)row * (U / G) + u / G) * MB, (int)(u % G));
+        float *out = y + t * K + u * 32;
+        for (int e = 0; e < 32; e++) {
+            const float lane = (float)(int8_t)(v[e / 4] >> (8 * (e % 4)));
+            float w;
+            if (TYPE == QT_Q6_K) w = __fmul_rn(__fmul_rn(sc.a, (float)(e < 16 ? sc.sc0 : sc.sc1)), lane);
+            else if (HAS_B) w = __fadd_rn(__fmul_rn(sc.a, lane), sc.b);
+            else w = __fmul_rn(sc.a, lane);
+            out[e] = w;
+        }
+    }
+}
+
+/* rows of `width` values of a cache type from src[rows][width]: F16 / BF16 round to nearest even; Q8_0 one
+ * warp per block of 32 (lane = value; d = amax / 127 as an f16, q = round(x / d) as the CPU's
+ * q8_0_from_float). grid-stride over elements (F16 / BF16) or over blocks (Q8_0, 8 warps a block). */
+template <int CT>
+__global__ void k_store_rows_f(void *__restrict__ dst, const float *__restrict__ src, int64_t n) {
+    GRID_STRIDE(i, n) {
+        if (CT == 1) ((__half *)dst)[i] = __float2half_rn(src[i]);
+        else ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(src[i]);
+    }
+}
+
+__global__ void k_store_rows_q8_0(uint8_t *__restrict__ dst, const float *__restrict__ src, int64_t n_blocks) {
+    const int lane = threadIdx.x & 31;
+    for (int64_t b = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; b < n_blocks;
+         b += (int64_t)gridDim.x * blockDim.x / 32) {
+        const float x = src[b * 32 + lane];
+        const float amax = warp_max(fabsf(x));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint8_t *blk = dst + b * 34;
+        blk[2 + lane] = (uint8_t)(int8_t)roundf(x * id);
+        if (lane == 0) *(__half *)blk = __float2half_rn(d);
+    }
+}
+
+/* ---------------------------------------------------------------- norms and gates */
+
+/* x[R][D] in place: x * scale / sqrt(sum(x^2) + eps), one warp per row (8 rows a block) */
+__global__ void k_l2_norm(float *__restrict__ x, int64_t R, int D, float eps, float scale) {
+    const int64_t r = blockIdx.x * 8 + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (r >= R) return;
+    float *xr = x + r * D;
+    float ss = 0.0f;
+    for (int d = lane; d < D; d += 32) ss = fmaf(xr[d], xr[d], ss);
+    ss = warp_sum(ss);
+    const float inv = scale / sqrtf(ss + eps);
+    for (int d = lane; d < D; d += 32) xr[d] *= inv;
+}
+
+/* y[T][N] += b[N] */
+__global__ void k_add_bias(float *__restrict__ y, const float *__restrict__ b, int64_t T, int64_t N) {
+    GRID_STRIDE(i, T * N) y[i] += b[i % N];
+}
+
+__global__ void k_scale(float *__restrict__ y, float s, int64_t n) {
+    GRID_STRIDE(i, n) y[i] *= s;
+}
+
+/* g = ssm_a * softplus(alpha + dt_bias) (linear above 20, as torch), beta = sigmoid(beta), in place over
+ * [T][Hv] */
+__global__ void k_gdn_gates(float *__restrict__ g, float *__restrict__ beta, const float *__restrict__ A,
+                            const float *__restrict__ dt, int64_t T, int Hv) {
+    GRID_STRIDE(i, T * Hv) {
+        const int j = (int)(i % Hv);
+        const float a = g[i] + dt[j];
+        g[i] = A[j] * (a > 20.0f ? a : log1pf(expf(a)));
+        beta[i] = 1.0f / (1.0f + expf(-beta[i]));
+    }
+}
+
+/* Depthwise causal conv1d with state, then SiLU (ref_conv1d_silu): one thread per channel walks the T
+ * tokens. The new state (the last K-1 raw inputs of [state | x]) is written in ascending row order: row r
+ * reads state row T + r (> r, not yet written) when the window still reaches into the old state. */
+__global__ void k_conv1d_silu(const float *__restrict__ x, float *__restrict__ state, const float *__restrict__ w,
+                              float *__restrict__ y, int T, int Ch, int K) {
+    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= Ch) return;
+    const float *wc = w + (int64_t)ch * K;
+    for (int t = 0; t < T; t++) {
+        float acc = 0.0f;
+        for (int j = 0; j < K; j++) {
+            const int p = t - (K - 1) + j;
+            const float in = p >= 0 ? x[(int64_t)p * Ch + ch] : state[(int64_t)(K - 1 + p) * Ch + ch];
+            acc = fmaf(wc[j], in, acc);
+        }
+        y[(int64_t)t * Ch + ch] = acc / (1.0f + expf(-acc));
+    }
+    for (int r = 0; r < K - 1; r++) {
+        const int p = T - (K - 1) + r;
+        state[(int64_t)r * Ch + ch] = p >= 0 ? x[(int64_t)p * Ch + ch] : state[(int64_t)(K - 1 + p) * Ch + ch];
+    }
+}
+
+/* ---------------------------------------------------------------- MoE */
+
+/* y[t][C] = sum of wsel[t][j] * ys[t*K + j][C] in ascending expert id order (ids equal to an earlier one
+ * are skipped, as the CPU's loop skips them). One block per token: thread 0 orders the K slots in shared
+ * memory, then the threads stride over C. K <= 64. */
+__global__ void k_moe_combine(float *__restrict__ y, const float *__restrict__ ys, const int32_t *__restrict__ sel,
+                              const float *__restrict__ wsel, int K, int C) {
+    __shared__ int ord[64];
+    __shared__ int n_ord;
+    const int t = blockIdx.x;
+    const int32_t *s = sel + (int64_t)t * K;
+    if (threadIdx.x == 0) {
+        int last = -1, n = 0;
+        for (int i = 0; i < K; i++) {
+            int j = -1;
+            for (int q = 0; q < K; q++)
+                if (s[q] > last && (j < 0 || s[q] < s[j])) j = q;
+            if (j < 0) break;
+            last = s[j];
+            ord[n++] = j;
+        }
+        n_ord = n;
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float acc = 0.0f;
+        for (int i = 0; i < n_ord; i++) {
+            const int j = ord[i];
+            acc += wsel[(int64_t)t * K + j] * ys[((int64_t)t * K + j) * C + c];
+        }
+        y[(int64_t)t * C + c] = acc;
+    }
+}
+
+/* y[t][C] += sigmoid(gate[t]) * in[t][C] */
+__global__ void k_add_gated_rows(float *__restrict__ y, const float *__restrict__ in, const float *__restrict__ gate,
+                                 int64_t T, int64_t C) {
+    GRID_STRIDE(i, T * C) y[i] += 1.0f / (1.0f + expf(-gate[i / C])) * in[i];
+}
+
+/* ---------------------------------------------------------------- launchers */
+
+extern "C" int cuda_copy_cols(float *dst, const float *src, int64_t rows, int64_t src_stride, int64_t off, int64_t n,
+                              cudaStream_t s) {
+    if (!dst || !src || rows < 0 || n < 0 || off < 0 || off + n > src_stride) return CUDA_KERR_ARGS;
+    if (!rows || !n) return CUDA_KERR_OK;
+    k_copy_cols<<<ew_grid(rows * n), EW_THREADS, 0, s>>>(dst, src, rows, src_stride, off, n);
+    return launch_status();
+}
+
+extern "C" int cuda_set_cols(float *dst, const float *src, int64_t rows, int64_t dst_stride, int64_t off, int64_t n,
+                             cudaStream_t s) {
+    if (!dst || !src || rows < 0 || n < 0 || off < 0 || off + n > dst_stride) return CUDA_KERR_ARGS;
+    if (!rows || !n) return CUDA_KERR_OK;
+    k_set_cols<<<ew_grid(rows * n), EW_THREADS, 0, s>>>(dst, src, rows, dst_stride, off, n);
+    return launch_status();
+}
+
+extern "C" int cuda_gather_rows(float *dst, const float *src, const int32_t *idx, int n, int C, cudaStream_t s) {
+    if (!dst || !src || !idx || n < 0 || C < 1) return CUDA_KERR_ARGS;
+    if (!n) return CUDA_KERR_OK;
+    k_gather_rows<<<ew_grid((int64_t)n * C), EW_THREADS, 0, s>>>(dst, src, idx, n, C);
+    return launch_status();
+}
+
+extern "C" int cuda_set_int(int32_t *p, int v, cudaStream_t s) {
+    if (!p) return CUDA_KERR_ARGS;
+    k_set_int<<<1, 1, 0, s>>>(p, v);
+    return launch_status();
+}
+
+extern "C" int cuda_get_rows_f(int type, const void *W, const int32_t *ids, float *y, int T, int64_t K,
+                               cudaStream_t s) {
+    if (!W || !ids || !y || T < 0 || K < 1) return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    const unsigned g = ew_grid((int64_t)T * K);
+    switch (type) {
+    case QT_F32: k_get_rows_f<0><<<g, EW_THREADS, 0, s>>>(W, ids, y, T, K); break;
+    case QT_F16: k_get_rows_f<1><<<g, EW_THREADS, 0, s>>>(W, ids, y, T, K); break;
+    case QT_BF16: k_get_rows_f<2><<<g, EW_THREADS, 0, s>>>(W, ids, y, T, K); break;
+    default: return CUDA_KERR_UNSUPPORTED;
+    }
+    return launch_status();
+}
+
+extern "C" int cuda_get_rows_q(const cuda_qmat *W, const int32_t *ids, float *y, int T, cudaStream_t s) {
+    if (!W || !W->qs || !W->meta || !ids || !y || T < 0 || W->K % gemv_meta_group(W->type) ||
+        (gemv_hi_bytes(W->type) && !W->hi))
+        return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    const unsigned g = ew_grid((int64_t)T * (W->K / 32));
+    const uint8_t *qs = (const uint8_t *)W->qs, *hi = (const uint8_t *)W->hi, *meta = (const uint8_t *)W->meta;
+#define GR(TY) k_get_rows_q<TY><<<g, EW_THREADS, 0, s>>>(qs, hi, meta, ids, y, T, W->K)
+    switch (W->type) {
+    case QT_Q4_0: GR(QT_Q4_0); break;
+    case QT_Q4_1: GR(QT_Q4_1); break;
+    case QT_Q5_0: GR(QT_Q5_0); break;
+    case QT_Q8_0: GR(QT_Q8_0); break;
+    case QT_Q4_K: GR(QT_Q4_K); break;
+    case QT_Q5_K: GR(QT_Q5_K); break;
+    case QT_Q6_K: GR(QT_Q6_K); break;
+    default: return CUDA_KERR_UNSUPPORTED;
+    }
+#undef GR
+    return launch_status();
+}
+
+extern "C" int cuda_store_rows(void *dst, int type, const float *src, int64_t rows, int64_t width, cudaStream_t s) {
+    if (!dst || !src || rows < 0 || width < 1) return CUDA_KERR_ARGS;
+    const int64_t n = rows * width;
+    if (!n) return CUDA_KERR_OK;
+    switch (type) {
+    case QT_F32:
+        return cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, s) == cudaSuccess
+                   ? CUDA_KERR_OK
+                   : CUDA_KERR_LAUNCH;
+    case QT_F16: k_store_rows_f<1><<<ew_grid(n), EW_THREADS, 0, s>>>(dst, src, n); break;
+    case QT_BF16: k_store_rows_f<2><<<ew_grid(n), EW_THREADS, 0, s>>>(dst, src, n); break;
+    case QT_Q8_0:
+        if (width % 32) return CUDA_KERR_ARGS; /* whole blocks per row: rows are then back to back */
+        k_store_rows_q8_0<<<ew_grid(n), EW_THREADS, 0, s>>>((uint8_t *)dst, src, n / 32);
+        break;
+    default: return CUDA_KERR_UNSUPPORTED;
+    }
+    return launch_status();
+}
+
+extern "C" int cuda_l2_norm(float *x, int64_t R, int D, float eps, float scale, cudaStream_t s) {
+    if (!x || R < 0 || D < 1 || (R + 7) / 8 > 0x7fffffff) return CUDA_KERR_ARGS;
+    if (!R) return CUDA_KERR_OK;
+    k_l2_norm<<<(unsigned)((R + 7) / 8), 256, 0, s>>>(x, R, D, eps, scale);
+    return launch_status();
+}
+
+extern "C" int cuda_add_bias(float *y, const float *b, int64_t T, int64_t N, cudaStream_t s) {
+    if (!y || !b || T < 0 || N < 1) return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    k_add_bias<<<ew_grid(T * N), EW_THREADS, 0, s>>>(y, b, T, N);
+    return launch_status();
+}
+
+extern "C" int cuda_scale(float *y, float v, int64_t n, cudaStream_t s) {
+    if (!y || n < 0) return CUDA_KERR_ARGS;
+    if (!n) return CUDA_KERR_OK;
+    k_scale<<<ew_grid(n), EW_THREADS, 0, s>>>(y, v, n);
+    return launch_status();
+}
+
+extern "C" int cuda_gdn_gates(float *g, float *beta, const float *A, const float *dt, int64_t T, int Hv,
+                              cudaStream_t s) {
+    if (!g || !beta || !A || !dt || T < 0 || Hv < 1) return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    k_gdn_gates<<<ew_grid(T * Hv), EW_THREADS, 0, s>>>(g, beta, A, dt, T, Hv);
+    return launch_status();
+}
+
+extern "C" int cuda_conv1d_silu(const float *x, float *state, const float *w, float *y, int T, int Ch, int K,
+                                cudaStream_t s) {
+    if (!x || !state || !w || !y || T < 0 || Ch < 1 || K < 2) return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    k_conv1d_silu<<<(Ch + 127) / 128, 128, 0, s>>>(x, state, w, y, T, Ch, K);
+    return launch_status();
+}
+
+extern "C" int cuda_moe_combine(float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K, int C,
+                                cudaStream_t s) {
+    if (!y || !ys || !sel || !wsel || T < 0 || K < 1 || K > 64 || C < 1) return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    k_moe_combine<<<T, C >= 256 ? 256 : 32 * ((C + 31) / 32), 0, s>>>(y, ys, sel, wsel, K, C);
+    return launch_status();
+}
+
+extern "C" int cuda_add_gated_rows(float *y, const float *in, const float *gate, int64_t T, int64_t C,
+                                   cudaStream_t s) {
+    if (!y || !in || !gate || T < 0 || C < 1) return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    k_add_gated_rows<<<ew_grid(T * C), EW_THREADS, 0, s>>>(y, in, gate, T, C);
+    return launch_status();
+}
