@@ -488,8 +488,9 @@ static void check_sequence_ops(rng *r) {
     free(q), free(k), free(v), free(ref), free(sc), free(kd), free(vd);
     /* attention over an f16 cache of 41 positions, D = 64, GQA 4/2: one query at position 40 (a decode
      * step) and 37 queries at 4..40 (a prompt), with and without a window. Tolerance: 1e-5 for one query;
-     * 2e-3 for a prompt (a GPU's flash attention rounds q and the probabilities to f16, 2^-11 relative
-     * each, and sums the probabilities in its own order) */
+     * 5e-3 for a prompt: a GPU's flash attention rounds q to f16, which moves a score by at most 2^-11
+     * scale sum|q k| (~2.5e-3 at these sizes, ~3e-4 typical) and its probabilities by as much relative,
+     * and rounds the probabilities to f16 (2^-11) before P.V */
     {
         const int S2 = 41, Hq2 = 4, Hkv2 = 2, D2 = 64, TP = 37;
         const int64_t kw2 = (int64_t)Hkv2 * D2, qw2 = (int64_t)Hq2 * D2;
@@ -520,7 +521,7 @@ static void check_sequence_ops(rng *r) {
                 ref_attention(q2 + q0 * qw2, kd2, vd2, ref2, qp + q0, kp, T2, S2, Hq2, Hkv2, D2, 0.125f, wnd, sc2);
                 char what[64];
                 snprintf(what, sizeof what, "%d x 41, D 64, GQA 4/2, F16 cache%s", T2, win ? ", window 9" : "");
-                expect("attention", what, y, ref2, T2 * qw2, pre ? 2e-3 : 1e-5);
+                expect("attention", what, y, ref2, T2 * qw2, pre ? 5e-3 : 1e-5);
                 free(y);
             }
         free(q2), free(k2), free(v2), free(hk), free(hv), free(kd2), free(vd2), free(ref2), free(sc2);
@@ -588,8 +589,12 @@ static void check_sequence_ops(rng *r) {
             ref_gdn_chunk(S0, q2, k3, v2, g, beta, or, Tg, Hk, Hv, Dk, Dv, 64, GDN_HEADS_TILED, scr);
             free(scr);
         }
-        expect("gdn", k2 == 2 ? "70 tokens, D 128 (chunked): output" : k2 ? "70 tokens (chunked): output" : "1 token (step): output", o, or, nv, tol);
-        expect("gdn", k2 == 2 ? "70 tokens, D 128 (chunked): state" : k2 ? "70 tokens (chunked): state" : "1 token (step): state", S2, S0, nS, tol);
+        const char *form = k2 == 2 ? "70 tokens, D 128 (chunked)" : k2 ? "70 tokens (chunked)" : "1 token (step)";
+        char what[64];
+        snprintf(what, sizeof what, "%s: output", form);
+        expect("gdn", what, o, or, nv, tol);
+        snprintf(what, sizeof what, "%s: state", form);
+        expect("gdn", what, S2, S0, nS, tol);
         free(q2), free(k3), free(v2), free(g), free(beta), free(S0), free(o), free(S2), free(or);
     }
     /* gated_norm */
