@@ -420,6 +420,10 @@ static void check_elementwise(rng *r) {
     gguf_tensor gf;
     CHECK(make_weight(r, QT_F32, 12, 1, 1, &wf, &df, &gf));
     for (int i = 0; i < 12; i++) ((float *)df)[i] = 1.0f + fabsf(((float *)df)[i]);
+    {   /* bind again: a device that copies weights at weight_init (CUDA) holds the values made above */
+        err e = {0};
+        CHECK(DEV->ops->weight_init(DEV, &wf, &gf, &e) == 0);
+    }
     for (int mode = 0; mode < 2; mode++) {
         rope_params rp = {mode ? ROPE_NEOX : ROPE_NORM, 24, 10000.0f, mode ? 0.5f : 1.0f};
         X->ops->copy(X, dy, da, nh);

@@ -1,20 +1,25 @@
 /* engine_check: one model run on two devices through the public API and compared (`llm170 cuda-check
- * --engine`: the CPU against a GPU). Per model and prompt (100 tokens: the GEMM / flash / chunked-GDN
- * prefill paths of a GPU; 6 tokens: its GEMV and short-prompt paths): the logits after the prompt, then 16
- * greedy steps, each device feeding back its own pick.
+ * --engine`: the CPU against a GPU), with a third run as the truth: the CPU's f32 reference path (`exact`:
+ * the file's weights dequantized to f32, activations not rounded). Per model and prompt (100 tokens: the
+ * GEMM / flash / chunked-GDN prefill paths of a GPU; 6 tokens: its GEMV and short-prompt paths): the logits
+ * after the prompt, then 16 greedy steps.
  *
- * Pass criteria:
- *  - logits: max |a - b| over the vocabulary, relative to the reference's logit range (max - min), within
- *    ENGINE_TOL at every compared step. Basis: both devices round the activations of every matmul to 8 bits
- *    per value (the CPU to q8_0 / q8_K blocks, the GPU's GEMV to q8_1 blocks of 32, its GEMM to bf16, with
- *    weights to bf16 too), each a relative error of at most 2^-8 of its block's largest value, about 0.3%
- *    of a matmul output's rms after averaging over K independent roundings; the two devices' roundings are
- *    independent, and a trunk of n layers of ~7 matmuls plus the head compounds them as sqrt(7n + 1)
- *    (~5 for 4 layers): ~2% of the range. The GPU's f16 KV cache (2^-11 relative) and float summation
- *    order add far less. ENGINE_TOL = 5% leaves 2.5x of that estimate; the measured values are printed.
- *  - tokens: the greedy streams are equal, or at their first divergence the reference's logit of the other
- *    device's pick is within ENGINE_TOL of the range below its own best (a near-tie); the steps after a
- *    divergence are not compared. */
+ * Error model. Both devices run the same weights; what they round differently is the activations: the CPU
+ * to q8_0 / q8_K blocks before each matmul, the GPU's GEMV to q8_1 blocks of 32, its GEMM to bf16, its KV
+ * cache to f16. Each device's logits therefore sit at some distance e = max |logit - exact| / range from the
+ * truth, and that distance is not small in general: it is amplified by the model (a routed MoE whose top-k
+ * is near a tie switches experts under a rounding; the 16 random steps reach such ties). The device under
+ * test passes when it is no further from the truth than the CPU's own quantized path is, within a factor
+ * of 2, and never further than ENGINE_FLOOR (1% of the range) where the CPU happens to be very close:
+ *     e_dut <= max(2 * e_cpu, ENGINE_FLOOR)   at every compared step.
+ * Basis of the factor 2: the two devices' roundings are of the same size (8 bits per value, blocks of 32 to
+ * 256) and independent, so their distances to the truth are draws of one distribution; 2x covers the
+ * spread seen between steps while a GPU bug (a wrong block, a wrong expert, a dropped term) moves logits by
+ * a large fraction of the range.
+ *  - tokens: at every step the device under test picks the truth's token, or one whose truth logit is
+ *    within the bound above (of the range) below the truth's best: a near-tie. All three runs are fed the
+ *    truth's picks, so all 17 steps (prompt + 16) compare logits of one context. The plain CPU-vs-GPU
+ *    distance is printed too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +28,12 @@
 #include "cli/engine_check.h"
 #include "llm170.h"
 
-#define ENGINE_TOL 0.05
+#define ENGINE_FLOOR 0.01
 #define ENGINE_STEPS 16
+
+static double bound_of(double e_cpu) {
+    return 2 * e_cpu > ENGINE_FLOOR ? 2 * e_cpu : ENGINE_FLOOR;
+}
 
 static int argmax(const float *x, int n) {
     int b = 0;
@@ -52,9 +61,11 @@ typedef struct side {
     float *logits;
 } side;
 
-static int open_side(side *s, const char *path, const char *device, int n_threads, char *msg, size_t cap) {
+static int open_side(side *s, const char *path, const char *device, bool exact, int n_threads, char *msg,
+                     size_t cap) {
     llm170_model_params mp = llm170_model_default_params();
     mp.device = device;
+    mp.exact = exact;
     mp.n_threads = n_threads;
     if (llm170_model_load(path, &mp, &s->m)) {
         snprintf(msg, cap, "%s: cannot load on %s: %s", path, device, llm170_last_error());
@@ -86,71 +97,84 @@ static int step(side *s, const int32_t *toks, int n, char *msg, size_t cap, cons
     return 0;
 }
 
-/* one prompt on both sides from empty sequences; prints a row, returns 0 if it passed */
-static int compare_prompt(side *ref, side *dut, const char *dref, const char *ddut, const char *label, int n_prompt) {
+/* one prompt on the three sides from empty sequences; prints a row, returns 0 if it passed */
+static int compare_prompt(side *ex, side *ref, side *dut, const char *dref, const char *ddut, const char *label,
+                          int n_prompt) {
     const int V = llm170_model_n_vocab(ref->m);
     int32_t toks[128];
     char msg[512] = "";
     for (int i = 0; i < n_prompt; i++) toks[i] = (int32_t)((i * 7919 + 13) % (V / 2)); /* ordinary tokens */
+    llm170_seq_reset(ex->c, 0);
     llm170_seq_reset(ref->c, 0);
     llm170_seq_reset(dut->c, 0);
-    double worst = 0, first = 0, range = 0;
-    int equal = 0, tie_at = -1, bad = 0;
-    if (step(ref, toks, n_prompt, msg, sizeof msg, dref) || step(dut, toks, n_prompt, msg, sizeof msg, ddut)) {
+    double worst_dut = 0, worst_cpu = 0, worst_pair = 0, range = 0;
+    int equal = 0, n_ties = 0, bad = 0;
+    if (step(ex, toks, n_prompt, msg, sizeof msg, "cpu exact") || step(ref, toks, n_prompt, msg, sizeof msg, dref) ||
+        step(dut, toks, n_prompt, msg, sizeof msg, ddut))
         bad = 1;
-    } else {
-        first = worst = logit_err(ref->logits, dut->logits, V, &range);
-        for (int i = 0; i < ENGINE_STEPS; i++) {
-            const int ta = argmax(ref->logits, V), tb = argmax(dut->logits, V);
-            if (ta != tb) {
-                const double gap = (double)ref->logits[ta] - ref->logits[tb];
-                if (gap <= ENGINE_TOL * range) {
-                    tie_at = i;
-                } else {
-                    bad = 1;
-                    snprintf(msg, sizeof msg, "step %d: %s picks %d, %s %d (gap %.3g of a range %.3g)", i, dref, ta,
-                             ddut, tb, gap, range);
-                }
-                break;
-            }
-            equal++;
-            const int32_t t = ta;
-            if (step(ref, &t, 1, msg, sizeof msg, dref) || step(dut, &t, 1, msg, sizeof msg, ddut)) {
-                bad = 1;
-                break;
-            }
-            double r2, e = logit_err(ref->logits, dut->logits, V, &r2);
-            worst = e > worst || e != e ? e : worst;
+    for (int i = 0; !bad; i++) {
+        double r2;
+        const double e_dut = logit_err(ex->logits, dut->logits, V, &range), e_cpu = logit_err(ex->logits, ref->logits, V, &r2),
+                     e_pair = logit_err(ref->logits, dut->logits, V, &r2), b = bound_of(e_cpu);
+        worst_pair = e_pair > worst_pair || e_pair != e_pair ? e_pair : worst_pair;
+        worst_cpu = e_cpu > worst_cpu ? e_cpu : worst_cpu;
+        worst_dut = e_dut > worst_dut || e_dut != e_dut ? e_dut : worst_dut;
+        if (!(e_dut <= b)) {
+            bad = 1;
+            snprintf(msg, sizeof msg, "step %d: %s is %.3g of the range from f32, %s %.3g (bound %.3g)", i, ddut, e_dut,
+                     dref, e_cpu, b);
+            break;
         }
+        if (i == ENGINE_STEPS) break;
+        const int ta = argmax(ex->logits, V), tb = argmax(dut->logits, V);
+        if (ta != tb) {
+            const double gap = (double)ex->logits[ta] - ex->logits[tb];
+            if (gap <= b * range) {
+                n_ties++;
+            } else {
+                bad = 1;
+                snprintf(msg, sizeof msg, "step %d: f32 picks %d, %s %d (gap %.3g of a range %.3g, bound %.3g)", i, ta, ddut,
+                         tb, gap / range, range, b);
+                break;
+            }
+        } else {
+            equal++;
+        }
+        const int32_t t = ta; /* every side follows the truth's pick, so every step compares one context */
+        if (step(ex, &t, 1, msg, sizeof msg, "cpu exact") || step(ref, &t, 1, msg, sizeof msg, dref) ||
+            step(dut, &t, 1, msg, sizeof msg, ddut))
+            bad = 1;
     }
-    if (!bad && !(worst <= ENGINE_TOL)) {
-        bad = 1;
-        snprintf(msg, sizeof msg, "logits differ by %.3g of their range (tolerance %.2g)", worst, ENGINE_TOL);
-    }
-    printf("| %s | %d | %.2e | %.2e | %d/%d%s | %s | %s\n", label, n_prompt, first, worst, equal, ENGINE_STEPS,
-           tie_at >= 0 ? " (near-tie)" : "", bad ? "FAIL" : "pass", msg);
+    printf("| %s | %d | %.2e | %.2e | %.2e | %d/%d, %d near-ties | %s | %s\n", label, n_prompt, worst_cpu, worst_dut,
+           worst_pair, equal, ENGINE_STEPS, n_ties, bad ? "FAIL" : "pass", msg);
     fflush(stdout);
     return bad;
 }
 
 int engine_check_model(const char *path, const char *label, const char *dref, const char *ddut, int n_threads) {
-    side a = {0}, b = {0};
+    side x = {0}, a = {0}, b = {0};
     char msg[512] = "";
     int bad = 0;
-    if (open_side(&a, path, dref, n_threads, msg, sizeof msg) || open_side(&b, path, ddut, n_threads, msg, sizeof msg)) {
-        printf("| %s | - | - | - | - | FAIL | %s\n", label, msg);
+    if (open_side(&x, path, dref, true, n_threads, msg, sizeof msg) ||
+        open_side(&a, path, dref, false, n_threads, msg, sizeof msg) ||
+        open_side(&b, path, ddut, false, n_threads, msg, sizeof msg)) {
+        printf("| %s | - | - | - | - | - | FAIL | %s\n", label, msg);
         bad = 1;
     } else {
-        bad |= compare_prompt(&a, &b, dref, ddut, label, 100);
-        bad |= compare_prompt(&a, &b, dref, ddut, label, 6);
+        bad |= compare_prompt(&x, &a, &b, dref, ddut, label, 100);
+        bad |= compare_prompt(&x, &a, &b, dref, ddut, label, 6);
     }
+    if (x.m) close_side(&x);
     if (a.m) close_side(&a);
     if (b.m) close_side(&b);
     return bad;
 }
 
 void engine_check_header(const char *dref, const char *ddut) {
-    printf("engine check: %s (reference) vs %s; tolerance %.2g of the logit range; %d greedy steps\n", dref, ddut,
-           ENGINE_TOL, ENGINE_STEPS);
-    printf("| model | prompt | logit err (prefill) | worst | tokens equal | result | note\n|---|---:|---:|---:|---|---|---|\n");
+    printf("engine check: %s and %s against %s's f32 path (exact); %s passes within max(2 x %s's distance, %.2g) of the "
+           "logit range; %d greedy steps\n",
+           dref, ddut, dref, ddut, dref, ENGINE_FLOOR, ENGINE_STEPS);
+    printf("| model | prompt | %s vs f32 (worst) | %s vs f32 (worst) | %s vs %s | picks equal | result | note\n"
+           "|---|---:|---:|---:|---:|---|---|---|\n",
+           dref, ddut, ddut, dref);
 }
