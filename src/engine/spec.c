@@ -18,8 +18,8 @@
  * k: the chance a be that a draft token is kept (decayed counts, prior 1/2); a round of k drafts yields
  * (1 - a^(k+1)) / (1 - a) tokens for cost(k) = verify(k+1) + k * draft + rollback, all measured here
  * (moving averages; unmeasured span costs are guessed optimistically so they get tried). The best k
- * must beat one plain step per token, else speculation is off and re-probed after 8, 16, ... 256 plain
- * steps. */
+ * must beat one plain step per token, else speculation is off and re-probed (k = draft-min) after 16, 64,
+ * 256, 512 plain steps. A generation starts with a plain step (the unit of cost) and a probe. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +31,8 @@
 #define SPEC_MAX_DRAFT 32
 #define SPEC_EMA 0.25       /* weight of a new time measurement */
 #define SPEC_DECAY 0.9      /* per round, on the acceptance counts */
-#define SPEC_PROBE_MIN 8
-#define SPEC_PROBE_MAX 256
+#define SPEC_PROBE_MIN 16
+#define SPEC_PROBE_MAX 512
 #define SPEC_PROMPT_PIECE 64 /* prompt rows per pass when the drafter reads hidden rows (all logits) */
 
 struct llm170_spec {
@@ -116,6 +116,7 @@ int llm170_spec_new(llm170_context *c, int seq, const llm170_spec_params *params
         return api_fail(&e);
     }
     s->probe_every = SPEC_PROBE_MIN;
+    s->off = true, s->off_left = 1; /* the first round is a probe */
     *out = s;
     return 0;
 }
@@ -161,6 +162,7 @@ int llm170_spec_prompt(llm170_spec *s, const int32_t *prompt, int n) {
         if (hid && s->d->observe(s->d, i, llm170_hidden(s->c, 0), m, &e)) return api_fail(&e);
         if (i + m == n) memcpy(s->row, llm170_logits(s->c, hid ? m - 1 : 0), sizeof(float) * (size_t)V);
     }
+    if (s->d && s->d->prefill && s->d->prefill(s->d, prompt, n, &e)) return api_fail(&e);
     return 0;
 }
 
@@ -198,7 +200,7 @@ static int choose_k(llm170_spec *s, int kmax) {
     if (best < 1.0) { /* does not pay: off, probe later (backing off while probes fail) */
         s->off = true;
         s->off_left = s->probe_every;
-        s->probe_every = s->probe_every * 2 < SPEC_PROBE_MAX ? s->probe_every * 2 : SPEC_PROBE_MAX;
+        s->probe_every = s->probe_every * 4 < SPEC_PROBE_MAX ? s->probe_every * 4 : SPEC_PROBE_MAX;
         return 0;
     }
     return kbest;

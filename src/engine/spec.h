@@ -27,6 +27,8 @@ struct spec_drafter {
     /* Hidden rows of the target for positions pos .. pos+n-1 (n_embd floats each, kept tokens only). */
     int (*observe)(spec_drafter *d, int pos, const float *hidden, int n, err *e);
     void (*destroy)(spec_drafter *d);
+    /* NULL or: the prompt hist[0..n) was decoded (a draft model decodes it too, as part of the prompt) */
+    int (*prefill)(spec_drafter *d, const int32_t *hist, int n, err *e);
 };
 
 /* n-gram lookup over the history: the continuation of the latest earlier occurrence of its last

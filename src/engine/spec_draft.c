@@ -56,7 +56,7 @@ int spec_ngram_new(int ngram_min, int ngram_max, spec_drafter **out, err *e) {
         return err_set(e, ERR_ARG, "n-gram lengths must satisfy 1 <= min <= max <= 64 (got %d..%d)", ngram_min, ngram_max);
     ngram_drafter *g = calloc(1, sizeof *g);
     if (!g) return err_set(e, ERR_NOMEM, "out of memory");
-    g->base = (spec_drafter){"ngram", false, ngram_draft, no_kept, NULL, plain_destroy};
+    g->base = (spec_drafter){"ngram", false, ngram_draft, no_kept, NULL, plain_destroy, NULL};
     g->nmin = ngram_min, g->nmax = ngram_max;
     *out = &g->base;
     return 0;
@@ -64,38 +64,62 @@ int spec_ngram_new(int ngram_min, int ngram_max, spec_drafter **out, err *e) {
 
 /* ---------------------------------------------------------------- draft model */
 
+/* After speculation was off for a while the draft's cache lags far behind; instead of decoding the whole
+ * gap it restarts on the last DRAFT_WINDOW tokens (at positions from 0: a draft needs recent context,
+ * not exact positions), so a probe costs a bounded prefill of the small model. */
+#define DRAFT_CATCHUP_MAX 16
+#define DRAFT_WINDOW 16
+
 typedef struct model_drafter {
     spec_drafter base;
     llm170_context *ctx; /* owned: one sequence on the draft model */
     int n_ctx;
-    int dn;              /* tokens in the draft's cache: equal to hist[0..dn) */
+    int h0, dn;          /* the draft's cache holds hist[h0 .. dn) */
 } model_drafter;
+
+static int model_catch_up(model_drafter *md, const int32_t *hist, int n, err *e) {
+    if (n - md->dn > DRAFT_CATCHUP_MAX && md->dn > 0) {
+        llm170_seq_reset(md->ctx, 0);
+        md->h0 = md->dn = n - DRAFT_WINDOW;
+    }
+    if (n == md->dn) return 0;
+    llm170_seq_batch b = {0, n - md->dn, hist + md->dn, false};
+    int rc = llm170_decode(md->ctx, &b, 1);
+    if (rc) return err_set(e, rc, "draft model: %s", llm170_last_error());
+    md->dn = n;
+    return 0;
+}
 
 static int model_draft(spec_drafter *d, const int32_t *hist, int n, int k, int32_t *out, err *e) {
     model_drafter *md = (model_drafter *)d;
-    if (n + k > md->n_ctx) k = md->n_ctx - n;
+    if (n - md->h0 + k > md->n_ctx) k = md->n_ctx - (n - md->h0);
     if (k <= 0) return 0;
     const int V = md->ctx->model->m->hp.n_vocab;
     /* catch up with the history (the pending token at least), then one token at a time */
-    llm170_seq_batch b = {0, n - md->dn, hist + md->dn, false};
-    int rc_;
-    if ((rc_ = llm170_decode(md->ctx, &b, 1))) return err_set(e, rc_, "draft model: %s", llm170_last_error());
-    md->dn = n;
+    if (model_catch_up(md, hist, n, e)) return e->code;
     for (int m = 0;; m++) {
         out[m] = argmax(llm170_logits(md->ctx, 0), V);
         if (m + 1 == k) return k;
-        b = (llm170_seq_batch){0, 1, &out[m], false};
-        if ((rc_ = llm170_decode(md->ctx, &b, 1))) return err_set(e, rc_, "draft model: %s", llm170_last_error());
+        llm170_seq_batch b = {0, 1, &out[m], false};
+        int rc = llm170_decode(md->ctx, &b, 1);
+        if (rc) return err_set(e, rc, "draft model: %s", llm170_last_error());
         md->dn++;
     }
 }
 
+static int model_prefill(spec_drafter *d, const int32_t *hist, int n, err *e) {
+    return model_catch_up((model_drafter *)d, hist, n, e);
+}
+
 static void model_kept(spec_drafter *d, int n_valid) {
     model_drafter *md = (model_drafter *)d;
-    if (md->dn > n_valid) {
-        /* a KV-only model (checked at creation): truncation cannot fail */
-        if (n_valid == 0) llm170_seq_reset(md->ctx, 0);
-        else llm170_seq_truncate(md->ctx, 0, n_valid);
+    if (md->dn <= n_valid) return;
+    /* a KV-only model (checked at creation): truncation cannot fail */
+    if (n_valid <= md->h0) {
+        llm170_seq_reset(md->ctx, 0);
+        md->h0 = md->dn = 0;
+    } else {
+        llm170_seq_truncate(md->ctx, 0, n_valid - md->h0);
         md->dn = n_valid;
     }
 }
@@ -146,7 +170,7 @@ int spec_draft_model_new(llm170_model *draft, const llm170_model *target, int n_
                        "drafts could not be rolled back; use a KV-only model (llama, qwen2, qwen3, gemma3)",
                        model_arch_name(draft->m->arch));
     }
-    md->base = (spec_drafter){"draft", false, model_draft, model_kept, NULL, model_destroy};
+    md->base = (spec_drafter){"draft", false, model_draft, model_kept, NULL, model_destroy, model_prefill};
     md->n_ctx = n_ctx;
     *out = &md->base;
     return 0;
@@ -242,7 +266,7 @@ int spec_mtp_new(llm170_context *c, int seq, spec_drafter **out, err *e) {
                        "--spec ngram or --spec draft", model_arch_name(m->arch));
     mtp_drafter *t = calloc(1, sizeof *t);
     if (!t) return err_set(e, ERR_NOMEM, "out of memory");
-    t->base = (spec_drafter){"mtp", true, mtp_draft, mtp_kept, mtp_observe, mtp_destroy};
+    t->base = (spec_drafter){"mtp", true, mtp_draft, mtp_kept, mtp_observe, mtp_destroy, NULL};
     t->c = c, t->seq = seq, t->C = m->hp.n_embd, t->V = m->hp.n_vocab;
     t->max_rows = c->p.n_batch < 64 ? c->p.n_batch : 64;
     t->logits = malloc(sizeof(float) * (size_t)t->max_rows * (size_t)t->V);

@@ -118,7 +118,7 @@ static void oracle_destroy(spec_drafter *d) { free(d); }
 
 static spec_drafter *oracle_new(const int32_t *want, int plen, int V, uint64_t seed) {
     oracle *o = calloc(1, sizeof *o);
-    o->base = (spec_drafter){"oracle", false, oracle_draft, oracle_kept, NULL, oracle_destroy};
+    o->base = (spec_drafter){"oracle", false, oracle_draft, oracle_kept, NULL, oracle_destroy, NULL};
     o->want = want, o->plen = plen, o->V = V;
     rng_seed(&o->r, seed);
     return &o->base;
