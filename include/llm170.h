@@ -222,8 +222,11 @@ typedef struct llm170_spec llm170_spec;
  * vocabulary). */
 LLM170_API int llm170_spec_new(llm170_context *c, int seq, const llm170_spec_params *p, llm170_spec **out);
 LLM170_API void llm170_spec_free(llm170_spec *s);
-/* Starts a generation: resets the sequence and decodes the prompt (n >= 1 tokens). The caller records
- * the prompt in its sampler (llm170_sampler_accept) for penalties, as for plain decoding. */
+/* Starts a generation: decodes the prompt (n >= 1 tokens) into the sequence, reusing the longest prefix
+ * of it that the sequence still holds from this generator's previous generation (a chat's earlier turns;
+ * not with LLM170_SPEC_MTP, whose drafter needs every position's hidden state; not on recurrent models,
+ * which restart). The caller must not have changed the sequence since. The caller records the prompt in
+ * its sampler (llm170_sampler_accept) for penalties, as for plain decoding. */
 LLM170_API int llm170_spec_prompt(llm170_spec *s, const int32_t *prompt, int n);
 /* Generates the next 1..cap tokens into out and returns how many (negative on error). Each is recorded
  * in smp (llm170_sampler_accept) by this call. The tokens of one call end at the first end-of-generation

@@ -2,6 +2,7 @@
 """Speculative decoding on the code-editing prompts (docs/benchmarks.md, "Speculative decoding").
 
 usage: spec-code-edit-bench.py LLM170 MODEL [--n N] [--threads T] [--draft DRAFT] [--modes plain,ngram,draft]
+       [--prompts N] [--extra "FLAGS"]
 
 For each prompt of scripts/spec-code-edit-prompts.py, runs `llm170 infer --timings` once per mode, the
 modes interleaved prompt by prompt (a drifting machine moves them alike), greedy, N tokens (EOS ignored,
@@ -24,10 +25,11 @@ def main():
     ap.add_argument("--draft")
     ap.add_argument("--modes", default="plain,ngram")
     ap.add_argument("--extra", default="", help="more infer flags for the spec modes")
+    ap.add_argument("--prompts", type=int, default=20, help="the first N prompts only")
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     prompts = [json.loads(l) for l in subprocess.run([sys.executable, os.path.join(here, "spec-code-edit-prompts.py")],
-                                                     capture_output=True, text=True, check=True).stdout.splitlines()]
+                                                     capture_output=True, text=True, check=True).stdout.splitlines()][:a.prompts]
     modes = a.modes.split(",")
     tot = {m: [0, 0.0] for m in modes}
     acc = {m: [0, 0, 0, 0] for m in modes}  # kept, drafted, rounds, passes

@@ -147,16 +147,25 @@ int llm170_spec_prompt(llm170_spec *s, const int32_t *prompt, int n) {
         err_set(&e, ERR_ARG, "an empty prompt: speculative decoding needs at least one token");
         return api_fail(&e);
     }
-    llm170_seq_reset(s->c, s->seq);
+    /* reuse what the sequence still holds of this generator's last generation (hist[0..held)), except for
+     * a drafter that reads hidden rows (it needs every position's); at least the last token is decoded */
+    const bool hid = s->d && s->d->wants_hidden;
+    const int held = llm170_seq_len(s->c, s->seq);
+    int same = 0;
+    if (!hid && held <= s->n_hist)
+        while (same < held && same < n - 1 && s->hist[same] == prompt[same]) same++;
+    if (same < held && (s->recurrent || same == 0 || llm170_seq_truncate(s->c, s->seq, same))) {
+        llm170_seq_reset(s->c, s->seq);
+        same = 0;
+    }
     s->n_hist = 0;
     s->pending = false;
-    if (s->d) s->d->kept(s->d, 0);
+    if (s->d) s->d->kept(s->d, same);
     if (push_hist(s, prompt, n, &e)) return api_fail(&e);
     const int V = s->c->model->m->hp.n_vocab;
-    const bool hid = s->d && s->d->wants_hidden;
     /* a drafter that reads hidden rows gets every position's: pieces with all rows */
-    const int piece = hid ? SPEC_PROMPT_PIECE : n;
-    for (int i = 0; i < n; i += piece) {
+    const int piece = hid ? SPEC_PROMPT_PIECE : n - same;
+    for (int i = same; i < n; i += piece) {
         const int m = n - i < piece ? n - i : piece;
         if (target_decode(s, prompt + i, m, hid, &e)) return api_fail(&e);
         if (hid && s->d->observe(s->d, i, llm170_hidden(s->c, 0), m, &e)) return api_fail(&e);

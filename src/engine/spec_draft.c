@@ -77,8 +77,9 @@ typedef struct model_drafter {
     int h0, dn;          /* the draft's cache holds hist[h0 .. dn) */
 } model_drafter;
 
-static int model_catch_up(model_drafter *md, const int32_t *hist, int n, err *e) {
-    if (n - md->dn > DRAFT_CATCHUP_MAX && md->dn > 0) {
+/* window: a long gap restarts on the last DRAFT_WINDOW tokens (not for a prompt, decoded whole) */
+static int model_catch_up(model_drafter *md, const int32_t *hist, int n, bool window, err *e) {
+    if (window && n - md->dn > DRAFT_CATCHUP_MAX && md->dn > 0) {
         llm170_seq_reset(md->ctx, 0);
         md->h0 = md->dn = n - DRAFT_WINDOW;
     }
@@ -96,7 +97,7 @@ static int model_draft(spec_drafter *d, const int32_t *hist, int n, int k, int32
     if (k <= 0) return 0;
     const int V = md->ctx->model->m->hp.n_vocab;
     /* catch up with the history (the pending token at least), then one token at a time */
-    if (model_catch_up(md, hist, n, e)) return e->code;
+    if (model_catch_up(md, hist, n, true, e)) return e->code;
     for (int m = 0;; m++) {
         out[m] = argmax(llm170_logits(md->ctx, 0), V);
         if (m + 1 == k) return k;
@@ -108,7 +109,7 @@ static int model_draft(spec_drafter *d, const int32_t *hist, int n, int k, int32
 }
 
 static int model_prefill(spec_drafter *d, const int32_t *hist, int n, err *e) {
-    return model_catch_up((model_drafter *)d, hist, n, e);
+    return model_catch_up((model_drafter *)d, hist, n, false, e);
 }
 
 static void model_kept(spec_drafter *d, int n_valid) {
