@@ -186,6 +186,63 @@ LLM170_API void llm170_sampler_accept(llm170_sampler *s, int32_t token);
 /* Picks a token from a row of logits. */
 LLM170_API int32_t llm170_sample(llm170_sampler *s, const float *logits);
 
+/* ---- speculative decoding ----
+ * A drafter proposes up to k tokens after the sequence; the target verifies them in one forward pass of
+ * k+1 tokens (logits for every position); the sampler then picks each position's token from the
+ * target's own logits, and drafts are kept while they agree with what it picked (at temperature 0 the
+ * argmax; above, its draw: with deterministic drafts this is Leviathan et al.'s acceptance rule, and the
+ * sampler's stream is the one plain decoding gives for the same seed). So the output equals plain
+ * decoding token for token; the caches (and recurrent state) are cut back to the kept tokens.
+ * k follows the running acceptance rate against the measured cost of drafting and verifying, and
+ * speculation switches itself off (re-probed now and then) where it does not pay. */
+enum llm170_spec_type {
+    LLM170_SPEC_NONE = 0, /* plain decoding through the same calls */
+    LLM170_SPEC_NGRAM,    /* the continuation of an earlier occurrence of the last tokens (prompt + output) */
+    LLM170_SPEC_DRAFT,    /* a smaller model of the same vocabulary (draft_model), greedy */
+    LLM170_SPEC_MTP,      /* the target's own MTP block (qwen35), chained */
+};
+/* The type named "none", "ngram", "draft" or "mtp", or -1 (the error lists the names). */
+LLM170_API int llm170_spec_type_from_name(const char *name);
+
+typedef struct llm170_spec_params {
+    int type;               /* enum llm170_spec_type */
+    int draft_max;          /* most draft tokens per round (1..32) */
+    int draft_min;          /* fewest draft tokens worth verifying; a shorter draft is dropped (>= 1) */
+    int ngram_min, ngram_max; /* n-gram drafter: lengths of the matched suffix, longest tried first */
+    bool adaptive;          /* k from acceptance and measured costs, off where it does not pay; false: always
+                               draft_max (tests, measurements) */
+    llm170_model *draft_model; /* LLM170_SPEC_DRAFT: not owned; same vocabulary as the target */
+} llm170_spec_params;
+
+LLM170_API llm170_spec_params llm170_spec_default_params(void);
+
+typedef struct llm170_spec llm170_spec;
+/* A speculative generator on sequence seq of c (c, and the draft model, must outlive it). Fails with a
+ * clear message if the drafter cannot serve this model (no MTP block, a draft model of another
+ * vocabulary). */
+LLM170_API int llm170_spec_new(llm170_context *c, int seq, const llm170_spec_params *p, llm170_spec **out);
+LLM170_API void llm170_spec_free(llm170_spec *s);
+/* Starts a generation: decodes the prompt (n >= 1 tokens) into the sequence, reusing the longest prefix
+ * of it that the sequence still holds from this generator's previous generation (a chat's earlier turns;
+ * not with LLM170_SPEC_MTP, whose drafter needs every position's hidden state; not on recurrent models,
+ * which restart). The caller must not have changed the sequence since. The caller records the prompt in
+ * its sampler (llm170_sampler_accept) for penalties, as for plain decoding. */
+LLM170_API int llm170_spec_prompt(llm170_spec *s, const int32_t *prompt, int n);
+/* Generates the next 1..cap tokens into out and returns how many (negative on error). Each is recorded
+ * in smp (llm170_sampler_accept) by this call. The tokens of one call end at the first end-of-generation
+ * token. The last returned token is not yet in the sequence's cache (as after plain sampling). */
+LLM170_API int llm170_spec_next(llm170_spec *s, llm170_sampler *smp, int32_t *out, int cap);
+
+typedef struct llm170_spec_stats {
+    int64_t tokens;        /* generated */
+    int64_t rounds;        /* verification passes (k >= 1) */
+    int64_t plain_steps;   /* one-token passes */
+    int64_t drafted;       /* draft tokens verified */
+    int64_t accepted;      /* of them, kept */
+    double t_draft, t_verify, t_plain, t_rollback; /* seconds in each part */
+} llm170_spec_stats;
+LLM170_API void llm170_spec_get_stats(const llm170_spec *s, llm170_spec_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

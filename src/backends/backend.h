@@ -154,7 +154,8 @@ typedef struct exec_ops {
     /* g[T][Hv] = ssm_a * softplus(alpha + dt_bias); beta[T][Hv] = sigmoid(beta_in); in place */
     void (*gdn_gates)(exec *x, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias, int T,
                       int Hv);
-    /* the gated delta rule over T tokens from state S (step form for T == 1, chunked otherwise) */
+    /* the gated delta rule over T tokens from state S (the CPU: step form token by token for short spans, so a
+     * span gives the bits of one-token steps; chunked otherwise) */
     void (*gdn)(exec *x, float *S, const float *q, const float *k, const float *v, const float *g, const float *beta,
                 float *o, int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map);
     /* o[T][Hv][Dv] = rms_norm_per_head(o) * w * silu(z) */

@@ -4,7 +4,10 @@
  * Token ids are random (fixed seed), as llama-bench's are. As llama-bench, -d D first fills the cache
  * with D tokens (not timed; the test is named "pp512 @ d512"); -np S decodes S sequences together, one
  * token each per step, in one batch, the t/s counting all of them ("tg128 x8": what a server's batched
- * decode does). */
+ * decode does). With --spec (ngram, draft, mtp) the tg test generates instead: greedy from a random prompt of
+ * max(D, 32) tokens, plain and speculative runs interleaved, and prints both rows, the speed-up, the
+ * acceptance rate and the mean accepted length (what speculation gains or costs on text that does not
+ * repeat). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "base/timer.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/spec_cli.h"
 #include "llm170.h"
 
 typedef struct bench_cfg {
@@ -62,6 +66,72 @@ fail:
 
 static const char *bench_backend = "CPU"; /* the table's backend column, llama-bench's names */
 
+/* One greedy generation of n_gen tokens after prompt through llm170_spec (type NONE: plain); seconds of
+ * the generation, or < 0. */
+static double gen_once(llm170_model *m, llm170_context *ctx, const llm170_spec_params *sp, const int32_t *prompt, int n_prompt,
+                       int n_gen, llm170_spec_stats *sum) {
+    llm170_spec *s = NULL;
+    llm170_sampler *smp = NULL;
+    double dt = -1;
+    int32_t out[32];
+    if (llm170_spec_new(ctx, 0, sp, &s) || llm170_spec_prompt(s, prompt, n_prompt) ||
+        llm170_sampler_new(m, NULL, &smp))
+        goto done;
+    double t0 = timer_now();
+    for (int got = 0; got < n_gen;) {
+        int n = llm170_spec_next(s, smp, out, n_gen - got < 32 ? n_gen - got : 32);
+        if (n < 0) goto done;
+        got += n;
+    }
+    dt = timer_now() - t0;
+    llm170_spec_stats st;
+    llm170_spec_get_stats(s, &st);
+    sum->tokens += st.tokens, sum->rounds += st.rounds, sum->plain_steps += st.plain_steps;
+    sum->drafted += st.drafted, sum->accepted += st.accepted;
+done:
+    if (dt < 0) fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
+    llm170_sampler_free(smp);
+    llm170_spec_free(s);
+    return dt;
+}
+
+/* The tg test with --spec: plain and speculative greedy generation interleaved, reps each. */
+static int run_spec(llm170_model *m, llm170_context *ctx, const spec_cli *sc, const char *desc, double size_mib, double params_m,
+                    int threads, int n_gen, int n_prompt, int reps) {
+    const int V = llm170_model_n_vocab(m);
+    int32_t *prompt = malloc(sizeof(int32_t) * (size_t)n_prompt);
+    if (!prompt) return 1;
+    rng r;
+    rng_seed(&r, 42);
+    for (int i = 0; i < n_prompt; i++) prompt[i] = (int32_t)(rng_u64(&r) % (uint64_t)V);
+    llm170_spec_params none = llm170_spec_default_params();
+    llm170_spec_stats st_plain = {0}, st = {0}, warm = {0};
+    double tps[2] = {0, 0};
+    int rc = gen_once(m, ctx, &none, prompt, n_prompt, n_gen, &warm) < 0; /* warm-up */
+    for (int i = 0; i < reps && !rc; i++) {
+        double a = gen_once(m, ctx, &none, prompt, n_prompt, n_gen, &st_plain);
+        double b = gen_once(m, ctx, &sc->p, prompt, n_prompt, n_gen, &st);
+        rc = a < 0 || b < 0;
+        tps[0] += n_gen / a / reps, tps[1] += n_gen / b / reps;
+    }
+    free(prompt);
+    if (rc) return 1;
+    static const char *names[] = {"none", "ngram", "draft", "mtp"};
+    char name[2][48];
+    snprintf(name[0], sizeof name[0], "tg%d greedy", n_gen);
+    snprintf(name[1], sizeof name[1], "tg%d spec %s", n_gen, names[sc->p.type]);
+    for (int j = 0; j < 2; j++) {
+        char t[64];
+        snprintf(t, sizeof t, "%.2f", tps[j]);
+        printf("| %-30s | %10.2f MiB | %8.2f M | %-10s | %7d | %15s | %20s |\n", desc, size_mib, params_m, bench_backend,
+               threads, name[j], t);
+    }
+    printf("\nspeed-up %.3fx (spec / greedy t/s, means of %d interleaved runs of a %d-token random prompt)\n",
+           tps[1] / tps[0], reps, n_prompt);
+    spec_cli_report(stdout, sc, &st);
+    return 0;
+}
+
 static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double size_mib, double params_m,
                     int threads, const char *name, int n_prompt, int n_gen, int n_par, int depth, int reps) {
     rng r;
@@ -89,10 +159,16 @@ int cmd_bench(int argc, char **argv) {
     int n_prompt = 512, n_gen = 128, reps = 5, n_par = 1, depth = 0, ctk = 0, ctv = 0;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
+    spec_cli sc;
+    spec_cli_init(&sc);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool ok = true;
         if (!(v = args_value("bench", argc, argv, &i))) return 2;
+        if (spec_cli_flag("bench", a, v, &sc, &ok)) {
+            if (!ok) return 2;
+            continue;
+        }
         if (!strcmp(a, "--model") || !strcmp(a, "-m")) path = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) ok = args_int("bench", a, v, 0, 1 << 20, &n_prompt);
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) ok = args_int("bench", a, v, 0, 1 << 20, &n_gen);
@@ -104,24 +180,32 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) ok = args_int("bench", a, v, 1, 256, &n_par);
         else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) ok = args_int("bench", a, v, 0, 1 << 20, &depth);
         else {
-            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D] [-ctk T] [-ctv T]\n", a);
+            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D] [-ctk T] [-ctv T] %s\n", a, spec_cli_usage());
             return 2;
         }
         if (!ok) return 2;
     }
     if (!path) {
-        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D] [-ctk T] [-ctv T]\n");
+        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D] [-ctk T] [-ctv T] %s\n", spec_cli_usage());
         return 2;
     }
     llm170_model *model = NULL;
     llm170_context *ctx = NULL;
     int rc = 1;
+    if (sc.p.type != LLM170_SPEC_NONE && n_par > 1) {
+        fprintf(stderr, "llm170 bench: --spec decodes one sequence (-np 1)\n");
+        return 2;
+    }
     if (llm170_model_load(path, &mp, &model)) {
         fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
         return 1;
     }
+    if (!spec_cli_load("bench", &sc, &mp)) goto done;
+    const int spec_prompt = depth > 32 ? depth : 32;
     int need = depth + (n_prompt > n_gen ? n_prompt : n_gen); /* the cache after the depth, then the test */
+    if (sc.p.type != LLM170_SPEC_NONE && need < spec_prompt + n_gen + 40) need = spec_prompt + n_gen + 40;
     int nb = n_prompt > depth ? n_prompt : depth;
+    if (sc.p.type != LLM170_SPEC_NONE && nb < spec_prompt + 1) nb = spec_prompt + 1; /* > draft-max too */
     llm170_context_params cp = {.n_seq = n_par, .n_ctx = need > 0 ? need : 1,
                                 .n_batch = nb > n_par ? nb : n_par, .cache_type_k = ctk, .cache_type_v = ctv};
     if (llm170_context_new(model, &cp, &ctx)) {
@@ -141,7 +225,9 @@ int cmd_bench(int argc, char **argv) {
         else snprintf(name, sizeof name, "pp%d", n_prompt);
         if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, n_prompt, 0, 1, depth, reps)) goto done;
     }
-    if (n_gen > 0) {
+    if (n_gen > 0 && sc.p.type != LLM170_SPEC_NONE) {
+        if (run_spec(model, ctx, &sc, desc, size_mib, params_m, mp.n_threads, n_gen, spec_prompt, reps)) goto done;
+    } else if (n_gen > 0) {
         char par[16] = "";
         if (n_par > 1) snprintf(par, sizeof par, " x%d", n_par);
         if (depth) snprintf(name, sizeof name, "tg%d%s @ d%d", n_gen, par, depth);
@@ -152,6 +238,7 @@ int cmd_bench(int argc, char **argv) {
     rc = 0;
 done:
     llm170_context_free(ctx);
+    spec_cli_free(&sc);
     llm170_model_free(model);
     return rc;
 }

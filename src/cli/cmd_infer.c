@@ -14,6 +14,7 @@
 #include "base/timer.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/spec_cli.h"
 #include "llm170.h"
 
 #define MAX_PROMPTS 64
@@ -56,13 +57,94 @@ static void print_top_logprobs(const float *row, int n_vocab, int32_t tok, int n
     putchar(']');
 }
 
+/* One JSON line for token tok of sequence p at position pos; last: the sequence's final token (flushes a
+ * held partial character). */
+static int print_token(llm170_model *model, llm170_detok *detok, int p, int pos, int32_t tok, bool last,
+                       const float *logits, int n_top) {
+    printf("{\"seq\": %d, \"pos\": %d, \"token\": %d", p, pos, tok);
+    if (detok) {
+        /* the bytes this token completes; on a sequence's last token also any held partial character (as
+         * U+FFFD) */
+        const char *piece = "", *tail = "";
+        size_t plen = 0, tlen = 0;
+        if (llm170_detok_push(detok, tok, &piece, &plen)) {
+            fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+            return -1;
+        }
+        printf(", \"text\": \"");
+        json_print_chars(piece, plen);
+        if (last) {
+            llm170_detok_flush(detok, &tail, &tlen);
+            json_print_chars(tail, tlen);
+        }
+        putchar('"');
+    }
+    if (n_top > 0) print_top_logprobs(logits, llm170_model_n_vocab(model), tok, n_top);
+    printf("}\n");
+    return 0;
+}
+
+/* --spec: the prompts one after another, each through llm170_spec on its own sequence. */
+static int infer_spec(llm170_model *model, llm170_context *ctx, spec_cli *sc, int32_t **prompts, const int *lens,
+                      int n_prompts, llm170_sampler **samplers, llm170_detok **detok, int n_predict,
+                      bool ignore_eos, bool timings) {
+    llm170_spec_stats sum = {0};
+    double t_prefill = 0, t_decode = 0;
+    int n_prefill = 0;
+    int32_t out[64];
+    for (int p = 0; p < n_prompts; p++) {
+        llm170_spec *s = NULL;
+        if (llm170_spec_new(ctx, p, &sc->p, &s)) {
+            fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+            return 1;
+        }
+        double t0 = timer_now();
+        int rc = llm170_spec_prompt(s, prompts[p], lens[p]);
+        t_prefill += timer_now() - t0;
+        n_prefill += lens[p];
+        t0 = timer_now();
+        for (int done = 0; !rc && done < n_predict;) {
+            int cap = n_predict - done < 64 ? n_predict - done : 64;
+            int n = llm170_spec_next(s, samplers[p], out, cap);
+            if (n < 0) {
+                rc = 1;
+                break;
+            }
+            for (int i = 0; i < n && !rc; i++, done++) {
+                bool stop = !ignore_eos && llm170_token_is_eog(model, out[i]);
+                rc = print_token(model, detok ? detok[p] : NULL, p, lens[p] + done, out[i], stop || done + 1 == n_predict, NULL, 0);
+                if (stop) done = n_predict;
+            }
+            fflush(stdout);
+        }
+        t_decode += timer_now() - t0;
+        if (rc) fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+        llm170_spec_stats st;
+        llm170_spec_get_stats(s, &st);
+        llm170_spec_free(s);
+        if (rc) return 1;
+        sum.tokens += st.tokens, sum.rounds += st.rounds, sum.plain_steps += st.plain_steps;
+        sum.drafted += st.drafted, sum.accepted += st.accepted;
+    }
+    if (timings) {
+        /* the first token of each prompt comes from the prefill's logits: decode rate over the others */
+        const int64_t n_dec = sum.tokens - n_prompts;
+        fprintf(stderr, "timings: prefill %d tokens in %.3f s (%.1f tok/s); decode %lld tokens in %.3f s (%.2f tok/s)\n",
+                n_prefill, t_prefill, n_prefill / t_prefill, (long long)n_dec, t_decode,
+                t_decode > 0 ? n_dec / t_decode : 0.0);
+        spec_cli_report(stderr, sc, &sum);
+    }
+    return 0;
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: llm170 infer --model M (--prompt-tokens 1,2,3 | --prompt TEXT) [...more prompts] [--n-predict N]\n"
             "         [--threads N] [--device D] [--cache-type-k T] [--cache-type-v T] [--ctx-size N] [--batch-size N] [--exact] [--ignore-eos] [--top-logprobs N]\n"
-            "         [--timings]\n"
+            "         [--timings] %s\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
-            "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n");
+            "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n",
+            spec_cli_usage());
 }
 
 int cmd_infer(int argc, char **argv) {
@@ -78,6 +160,8 @@ int cmd_infer(int argc, char **argv) {
     llm170_context *ctx = NULL;
     llm170_sampler *samplers[MAX_PROMPTS] = {0};
     llm170_detok *detok[MAX_PROMPTS] = {0};
+    spec_cli sc;
+    spec_cli_init(&sc);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool ok = true;
@@ -116,7 +200,7 @@ int cmd_infer(int argc, char **argv) {
         } else if (!strcmp(a, "--n-predict") || !strcmp(a, "-n")) ok = args_int("infer", a, v, 0, 1 << 24, &n_predict);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("infer", a, v, 1, 1024, &mp.n_threads);
         else if (!strcmp(a, "--device")) mp.device = v;
-        else if (args_cache_flags("infer", a, v, &ctk, &ctv, &ok)) {
+        else if (args_cache_flags("infer", a, v, &ctk, &ctv, &ok) || spec_cli_flag("infer", a, v, &sc, &ok)) {
         }
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("infer", a, v, 1, 1 << 24, &n_ctx);
         else if (!strcmp(a, "--batch-size") || !strcmp(a, "-b")) ok = args_int("infer", a, v, 1, 1 << 20, &n_batch);
@@ -143,8 +227,12 @@ int cmd_infer(int argc, char **argv) {
         fprintf(stderr, "llm170 infer: --model and at least one --prompt-tokens or --prompt are required\n");
         goto usage_error;
     }
-    if (llm170_model_load(path, &mp, &model)) {
-        fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
+    if (sc.p.type != LLM170_SPEC_NONE && n_top > 0) {
+        fprintf(stderr, "llm170 infer: --top-logprobs is not available with --spec\n");
+        goto usage_error;
+    }
+    if (llm170_model_load(path, &mp, &model) || !spec_cli_load("infer", &sc, &mp)) {
+        if (!model) fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
         goto done;
     }
     for (int i = 0; i < n_texts; i++) {
@@ -189,6 +277,11 @@ int cmd_infer(int argc, char **argv) {
         batch[p] = (llm170_seq_batch){.seq = p, .n_tokens = lens[p], .tokens = prompts[p]};
         active[p] = true;
     }
+    if (sc.p.type != LLM170_SPEC_NONE) {
+        rc = infer_spec(model, ctx, &sc, prompts, lens, n_prompts, samplers, has_text ? detok : NULL, n_predict,
+                        ignore_eos, timings);
+        goto done;
+    }
     int n_batch_seqs = n_prompts, n_prefill = 0, n_decoded = 0;
     for (int p = 0; p < n_prompts; p++) n_prefill += lens[p];
     /* timings: step 0 is the prefill; later steps (a forward pass, the sampler, the output) are decode */
@@ -209,26 +302,9 @@ int cmd_infer(int argc, char **argv) {
             t_sample += timer_now() - ts;
             llm170_sampler_accept(samplers[p], tok);
             bool stop = !ignore_eos && llm170_token_is_eog(model, tok);
-            printf("{\"seq\": %d, \"pos\": %d, \"token\": %d", p, llm170_seq_len(ctx, p), tok);
-            if (has_text) {
-                /* the bytes this token completes; on a sequence's last token also any held partial
-                 * character (as U+FFFD) */
-                const char *piece = "", *tail = "";
-                size_t plen = 0, tlen = 0;
-                if (llm170_detok_push(detok[p], tok, &piece, &plen)) {
-                    fprintf(stderr, "llm170 infer: %s\n", llm170_last_error());
-                    goto done;
-                }
-                printf(", \"text\": \"");
-                json_print_chars(piece, plen);
-                if (stop || step + 1 == n_predict) {
-                    llm170_detok_flush(detok[p], &tail, &tlen);
-                    json_print_chars(tail, tlen);
-                }
-                putchar('"');
-            }
-            if (n_top > 0) print_top_logprobs(logits, llm170_model_n_vocab(model), tok, n_top);
-            printf("}\n");
+            if (print_token(model, has_text ? detok[p] : NULL, p, llm170_seq_len(ctx, p), tok,
+                            stop || step + 1 == n_predict, logits, n_top))
+                goto done;
             if (stop) {
                 active[p] = false;
                 continue;
@@ -261,6 +337,7 @@ done:
         llm170_detok_free(detok[p]);
     }
     llm170_context_free(ctx);
+    spec_cli_free(&sc);
     llm170_model_free(model);
     return rc;
 }

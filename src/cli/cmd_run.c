@@ -35,6 +35,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/spec_cli.h"
 #include "cli/model_name.h"
 #include "llm170.h"
 
@@ -171,6 +172,8 @@ typedef struct chat {
     int32_t *gen;    /* the reply's tokens so far */
     int32_t bos;     /* -1 if the vocabulary adds none */
     reply_stats last;
+    spec_cli sc;
+    llm170_spec *spec; /* --spec: replies through llm170_spec (NULL: plain decoding) */
 } chat;
 
 static bool add_message(chat *c, const char *role, const char *text, size_t n) {
@@ -309,6 +312,81 @@ static void print_stats(const reply_stats *s) {
             s->t_gen, s->t_gen > 0 ? s->n_gen / s->t_gen : 0.0, s->stop);
 }
 
+/* reply() with --spec: llm170_spec_prompt reuses the cached prefix itself; each emitted token but the
+ * last (pending) is in the cache. A full context ends the reply (no dropping of old turns mid-reply). */
+static int reply_spec(chat *c, int32_t *ids, int n) {
+    reply_stats *st = &c->last;
+    int same = 0, rc = 0, n_gen = 0;
+    while (same < c->n_cached && same < n && c->cached[same] == ids[same]) same++;
+    if (c->no_reuse) llm170_seq_reset(c->ctx, 0);
+    st->n_reused = c->no_reuse ? 0 : same;
+    st->n_prompt = n - st->n_reused;
+    double t0 = now_s();
+    if (llm170_spec_prompt(c->spec, ids, n)) {
+        fprintf(stderr, "llm170 run: %s\n", llm170_last_error());
+        free(ids);
+        return -1;
+    }
+    memcpy(c->cached, ids, sizeof(int32_t) * (size_t)n);
+    c->n_cached = n;
+    free(ids);
+    double t1 = now_s();
+    st->t_prompt = t1 - t0;
+    llm170_sampler *s = NULL;
+    llm170_detok *d = NULL;
+    sbuf text = {0};
+    const char *piece;
+    size_t plen;
+    int32_t out[32];
+    snprintf(st->stop, sizeof st->stop, "stopped (Ctrl-C)");
+    if (llm170_sampler_new(c->model, &c->sp, &s) || llm170_detok_new(c->model, false, &d)) rc = -1;
+    for (int i = 0; !rc && i < c->n_cached; i++) llm170_sampler_accept(s, c->cached[i]);
+    for (bool stop = false; !rc && !stop && !g_interrupted;) {
+        int cap = c->n_ctx - c->n_cached - 1 < 32 ? c->n_ctx - c->n_cached - 1 : 32;
+        if (c->n_predict >= 0 && c->n_predict - n_gen < cap) cap = c->n_predict - n_gen;
+        if (cap <= 0) {
+            if (c->n_predict >= 0 && n_gen >= c->n_predict)
+                snprintf(st->stop, sizeof st->stop, "length limit (%d tokens, -n)", c->n_predict);
+            else snprintf(st->stop, sizeof st->stop, "context full");
+            break;
+        }
+        int k = llm170_spec_next(c->spec, s, out, cap);
+        if (k < 0) rc = -1;
+        for (int i = 0; i < k && !rc; i++) {
+            c->cached[c->n_cached++] = out[i];
+            if (llm170_token_is_eog(c->model, out[i])) {
+                snprintf(st->stop, sizeof st->stop, "end of turn (token %d)", out[i]);
+                stop = true;
+                break;
+            }
+            if (llm170_detok_push(d, out[i], &piece, &plen) || !sbuf_add(&text, piece, plen)) rc = -1;
+            else fwrite(piece, 1, plen, stdout);
+            c->gen[n_gen++] = out[i];
+        }
+        fflush(stdout);
+    }
+    if (c->n_cached > n) c->n_cached--; /* the last emitted token is not decoded */
+    if (rc == 0 && llm170_detok_flush(d, &piece, &plen) == 0 && sbuf_add(&text, piece, plen))
+        fwrite(piece, 1, plen, stdout);
+    if (rc < 0) fprintf(stderr, "\nllm170 run: %s\n", llm170_last_error());
+    if (g_interrupted) fprintf(stderr, "\n[stopped]");
+    printf("\n");
+    fflush(stdout);
+    if (rc == 0 && !add_message(c, "assistant", text.s ? text.s : "", text.len)) rc = -1;
+    st->n_gen = n_gen;
+    st->t_gen = now_s() - t1;
+    if (c->verbose) {
+        print_stats(st);
+        llm170_spec_stats ss;
+        llm170_spec_get_stats(c->spec, &ss);
+        spec_cli_report(stderr, &c->sc, &ss);
+    }
+    free(text.s);
+    llm170_detok_free(d);
+    llm170_sampler_free(s);
+    return rc;
+}
+
 /* One assistant turn: prefill what is new, stream the reply to stdout, append it to the conversation.
  * Returns 0 (done or stopped by Ctrl-C), 1 if the conversation does not fit the context, or -1 on error
  * (message printed). */
@@ -327,6 +405,7 @@ static int reply(chat *c) {
         free(ids);
         return rc;
     }
+    if (c->spec) return reply_spec(c, ids, (int)n);
     int same = 0;
     while (same < c->n_cached && same < (int)n && c->cached[same] == ids[same]) same++;
     if (same < c->n_cached || same == (int)n || c->no_reuse) {
@@ -431,9 +510,11 @@ static void usage(void) {
             "         [--n-predict N] [--template chatml|llama3|gemma|raw|FILE.jinja] [--verbose] [--no-reuse]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n"
+            "         %s\n"
             "       llm170 run --list\n"
             "  M: a .gguf file or a short name (qwen2.5-coder-0.5b, ...; --list shows them), fetched on first use\n"
-            "  sampling defaults (llama.cpp's): --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05; --temp 0 is greedy\n");
+            "  sampling defaults (llama.cpp's): --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05; --temp 0 is greedy\n",
+            spec_cli_usage());
 }
 
 static void chat_help(void) {
@@ -459,6 +540,7 @@ int cmd_run(int argc, char **argv) {
     c.sp.top_k = 40;
     c.sp.top_p = 0.95f;
     c.sp.min_p = 0.05f;
+    spec_cli_init(&c.sc);
     char *tmpl_text = NULL, *line = NULL;
     size_t line_cap = 0;
     for (int i = 1; i < argc; i++) {
@@ -478,7 +560,8 @@ int cmd_run(int argc, char **argv) {
             continue;
         }
         if (!(v = args_value("run", argc, argv, &i))) goto usage_error;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model_arg = v;
+        if (spec_cli_flag("run", a, v, &c.sc, &ok)) {
+        } else if (!strcmp(a, "--model") || !strcmp(a, "-m")) model_arg = v;
         else if (!strcmp(a, "--prompt") || !strcmp(a, "-p")) prompt = v;
         else if (!strcmp(a, "--system") || !strcmp(a, "-sys")) system_text = v;
         else if (!strcmp(a, "--template")) tmpl = v;
@@ -525,6 +608,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "llm170 run: %s\n", llm170_last_error());
         goto done;
     }
+    if (!spec_cli_load("run", &c.sc, &mp)) goto done;
     bool raw = tmpl && !strcmp(tmpl, "raw");
     if (tmpl && !raw) {
         /* a file holding a Jinja template, else the name of a built-in one */
@@ -574,6 +658,10 @@ int cmd_run(int argc, char **argv) {
     c.gen = malloc((size_t)c.n_ctx * sizeof *c.gen);
     if (!c.cached || !c.gen || llm170_context_new(c.model, &cp, &c.ctx)) {
         fprintf(stderr, "llm170 run: %s\n", c.cached && c.gen ? llm170_last_error() : "out of memory");
+        goto done;
+    }
+    if (c.sc.p.type != LLM170_SPEC_NONE && llm170_spec_new(c.ctx, 0, &c.sc.p, &c.spec)) {
+        fprintf(stderr, "llm170 run: %s\n", llm170_last_error());
         goto done;
     }
     if (system_text) {
@@ -646,7 +734,9 @@ done:
     free(c.cached);
     free(c.gen);
     free(path);
+    llm170_spec_free(c.spec);
     llm170_context_free(c.ctx);
+    spec_cli_free(&c.sc);
     llm170_model_free(c.model);
     return rc;
 }

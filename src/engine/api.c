@@ -11,43 +11,17 @@
 #include "engine/sampler.h"
 #include "tokenizer/tokenizer.h"
 #include "llm170.h"
+#include "engine/api_impl.h"
 
 static _Thread_local char last_error[512];
 
 const char *llm170_last_error(void) { return last_error; }
 
-static int fail(const err *e) {
+int api_fail(const err *e) {
     snprintf(last_error, sizeof last_error, "%s", e->msg);
     return e->code ? e->code : ERR_ARG;
 }
-
-struct llm170_model {
-    backend *be;
-    int n_threads;        /* per context executor */
-    model *m;
-    tokenizer *tok;       /* NULL if the file has no (supported) tokenizer; tok_err says why */
-    char tok_err[1024];
-};
-
-struct llm170_detok {
-    tok_stream *s;
-};
-
-struct llm170_context {
-    llm170_model *model;
-    llm170_context_params p;
-    fwd_ctx fc;         /* executor, sequence state, activation arena */
-    kv_state *kv;       /* == fc.kv */
-    fwd_span *spans, *chunk; /* [n_seq]: a decode call's batch and one pass of it */
-    int *off;           /* [n_seq] */
-    float *logits;      /* n_out rows of n_vocab */
-    float *hidden;      /* n_out rows of n_embd */
-    int n_out, cap_out; /* rows held / allocated */
-};
-
-struct llm170_sampler {
-    sampler *s;
-};
+#define fail api_fail
 
 llm170_model_params llm170_model_default_params(void) {
     return (llm170_model_params){.n_threads = 1, .exact = false, .device = NULL};

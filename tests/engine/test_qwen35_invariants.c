@@ -12,7 +12,7 @@
 #include "base/rng.h"
 #include "check.h"
 #include "llm170.h"
-#include "synth/synth.h"
+#include "synth_model.h"
 
 /* Max |diff| / max |logit| allowed between chunkings. With F32 weights activations stay f32 and the only
  * difference is the GDN step-vs-chunk rounding (~1e-6). With quantized weights activations are quantized
@@ -76,21 +76,8 @@ static float seen_max;
 static void check_model(const char *preset, const char *mix, int n_threads, uint64_t seed) {
     float TOL = !strcmp(mix, "f32") ? TOL_F32 : strstr(preset, "moe") ? TOL_QUANT_MOE : TOL_QUANT;
     seen_max = 0;
-    char path[] = "/tmp/llm170-inv-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    err e = {0};
-    int rc = synth_write(synth_preset_find(preset), synth_mix_from_name(mix), seed, path, NULL, NULL, &e);
-    CHECKF(rc == 0, "synth %s: %s", preset, e.msg);
-    llm170_model *m = NULL;
-    llm170_model_params mp = {.n_threads = n_threads, .exact = false};
-    rc = llm170_model_load(path, &mp, &m);
-    CHECKF(rc == 0, "load %s: %s", preset, llm170_last_error());
-    if (rc) {
-        unlink(path);
-        return;
-    }
+    llm170_model *m = synth_model_load(preset, mix, seed, n_threads);
+    if (!m) return;
     int V = llm170_model_n_vocab(m), T = 130;
     int32_t tok[600];
     rng r;
@@ -162,7 +149,6 @@ static void check_model(const char *preset, const char *mix, int n_threads, uint
     free(ref);
     free(got);
     llm170_model_free(m);
-    unlink(path);
 }
 
 /* LLM170_QWEN35_SEEDS=N: the largest difference per model seed 1..N, for the quantized models (the

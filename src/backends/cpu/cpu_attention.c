@@ -23,7 +23,10 @@
 
 #define ATT_BQ 32  /* query rows per item: gemm_nn's 4-row blocks, O (32 x D) stays in L1/L2 */
 #define ATT_BK 128 /* keys per block: multiples of gemm_nn's 32 columns */
-#define ATT_GEMM_ROWS 8 /* query rows from which both products are gemm_nn (else dot products, gemv_t) */
+/* Query rows from which both products are gemm_nn (else dot products, gemv_t). Below it every row's result
+ * is the bits of that row alone (masked keys add exact zeros), so a span of a few tokens (a speculative
+ * verification) gives what decoding them one at a time gives; as BULK_MIN_ROWS for the matmuls. */
+#define ATT_GEMM_ROWS 16
 
 int64_t cpu_attention_scratch(int n_threads, int D) {
     /* K^T, scores, O, m, l, and a block of K and V converted from the cache type */

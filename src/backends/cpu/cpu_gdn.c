@@ -42,13 +42,19 @@ HOT static void step_head(float *restrict S, const float *restrict q, const floa
     }
 }
 
+/* Heads [j0, j1), each through all T tokens in order: a span of T tokens gives the bits of T one-token
+ * steps (a speculative verification then equals decoding its tokens one by one). */
 static void step_heads(void *ctx, int64_t j0, int64_t j1, int thread) {
     gdn_job *J = ctx;
     float *u = J->scratch + thread * J->scratch_per;
+    const int64_t qk_stride = (int64_t)J->Hk * J->Dk, v_stride = (int64_t)J->Hv * J->Dv;
     for (int64_t j = j0; j < j1; j++) {
         int hk = gdn_key_head((int)j, J->Hk, J->Hv, J->map);
-        step_head(J->S + j * J->Dk * J->Dv, J->q + (int64_t)hk * J->Dk, J->k + (int64_t)hk * J->Dk,
-                  J->v + j * J->Dv, J->g[j], J->beta[j], J->o + j * J->Dv, J->Dk, J->Dv, u);
+        for (int t = 0; t < J->T; t++)
+            step_head(J->S + j * J->Dk * J->Dv, J->q + t * qk_stride + (int64_t)hk * J->Dk,
+                      J->k + t * qk_stride + (int64_t)hk * J->Dk, J->v + t * v_stride + j * J->Dv,
+                      J->g[(int64_t)t * J->Hv + j], J->beta[(int64_t)t * J->Hv + j], J->o + t * v_stride + j * J->Dv,
+                      J->Dk, J->Dv, u);
     }
 }
 
@@ -160,6 +166,6 @@ void cpu_gdn(threadpool *pool, float *scratch, float *S, const float *q, const f
     int64_t per = chunk_scratch(chunk, Dk, Dv);
     gdn_job J = {S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, chunk, map, scratch, per > Dv ? per : Dv};
     /* a head's results do not depend on the thread (scratch is rewritten per head and chunk) */
-    if (T == 1) pool_run(pool, Hv, 1, step_heads, &J);
+    if (T < GDN_STEP_MAX_T) pool_run(pool, Hv, 1, step_heads, &J);
     else pool_run_dynamic(pool, Hv, 1, chunk_heads, &J);
 }

@@ -9,10 +9,14 @@
 #include "quant/qtype.h"
 #include "backends/cpu/threadpool.h"
 
+/* Spans shorter than this run the GDN step form token by token (bit-identical to one-token steps, which
+ * speculative decoding's verification relies on); longer ones the chunked form. As BULK_MIN_ROWS. */
+#define GDN_STEP_MAX_T 16
 /* Scratch floats cpu_gdn needs for n_threads threads. */
 int64_t cpu_gdn_scratch(int n_threads, int chunk, int Dk, int Dv);
 
-/* ref_gdn_step (T == 1) or ref_gdn_chunk (T > 1, chunks of `chunk`), value heads split over the pool. */
+/* ref_gdn_step token by token (T < GDN_STEP_MAX_T) or ref_gdn_chunk (chunks of `chunk`), value heads split
+ * over the pool. */
 void cpu_gdn(threadpool *pool, float *scratch, float *S, const float *q, const float *k, const float *v,
              const float *g, const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, int chunk,
              enum gdn_head_map map);

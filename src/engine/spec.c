@@ -1,0 +1,321 @@
+/* spec: speculative decoding behind include/llm170.h (llm170_spec_*): the loop, its rollback and its
+ * choice of k. The drafters are in spec_draft.c.
+ *
+ * One round, the sequence holding n tokens and the pending token p (sampled, not yet decoded):
+ *   1. the drafter proposes d1..dk after the history ending in p;
+ *   2. the target decodes the span [p, d1..dk] in one pass, logits for every row (row i predicts the token
+ *      after span[i]);
+ *   3. for i = 0, 1, ...: x = the sampler's pick from row i; emit x; go on while x == d(i+1). The first
+ *      disagreement x (or the bonus token after dk) is the new pending token;
+ *   4. the caches keep n + 1 + (accepted drafts) tokens: KV caches are cut (llm170_seq_truncate); models
+ *      with recurrent state (GDN) restore the checkpoint taken before the pass and decode the kept tokens
+ *      again (honest first version: this re-runs the accepted prefix; the CPU's GDN runs a short span
+ *      token by token, so the state is bit-exact to decoding them one at a time).
+ * The sampler sees exactly the tokens plain decoding gives it, one draw per emitted token, and the
+ * target's verify rows are bit-identical to one-token passes on the CPU (backends/cpu: spans under
+ * BULK_MIN_ROWS take the row-by-row kernels), so the output equals plain decoding for any sampler.
+ *
+ * k: the chance a be that a draft token is kept (decayed counts, prior 1/2); a round of k drafts yields
+ * (1 - a^(k+1)) / (1 - a) tokens for cost(k) = verify(k+1) + k * draft + rollback, all measured here
+ * (moving averages; unmeasured span costs are guessed optimistically so they get tried). The best k
+ * must beat one plain step per token, else speculation is off and re-probed (k = draft-min) after 16, 64,
+ * 256, 512 plain steps. A generation starts with a plain step (the unit of cost) and a probe. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/timer.h"
+#include "engine/api_impl.h"
+#include "engine/spec.h"
+
+#define SPEC_MAX_DRAFT 32
+#define SPEC_EMA 0.25       /* weight of a new time measurement */
+#define SPEC_DECAY 0.9      /* per round, on the acceptance counts */
+#define SPEC_PROBE_MIN 16
+#define SPEC_PROBE_MAX 512
+#define SPEC_PROMPT_PIECE 64 /* prompt rows per pass when the drafter reads hidden rows (all logits) */
+
+struct llm170_spec {
+    llm170_context *c;
+    int seq;
+    llm170_spec_params p;
+    spec_drafter *d;       /* NULL for LLM170_SPEC_NONE */
+    int32_t *hist;         /* the sequence's tokens and the pending one */
+    int n_hist, cap_hist;
+    bool pending;          /* hist[n_hist-1] is sampled but not in the cache */
+    float *row;            /* after the prompt: the logits of its last token */
+    bool recurrent;
+    void *ckpt;            /* recurrent models: the state before a verification */
+    size_t ckpt_size;
+    float *hid;            /* [SPEC_MAX_DRAFT+1][n_embd]: kept hidden rows of a pass */
+    /* the cost model */
+    double t_span[SPEC_MAX_DRAFT + 2]; /* seconds of a pass of T tokens (0: not measured) */
+    double t_draft_tok, t_rollback;
+    double acc_hit, acc_try;
+    int off_left, probe_every;
+    bool off;
+    llm170_spec_stats st;
+};
+
+llm170_spec_params llm170_spec_default_params(void) {
+    return (llm170_spec_params){.type = LLM170_SPEC_NONE, .draft_max = 8, .draft_min = 1, .ngram_min = 2,
+                                .ngram_max = 4, .adaptive = true, .draft_model = NULL};
+}
+
+static const char *const spec_names[] = {"none", "ngram", "draft", "mtp"};
+
+int llm170_spec_type_from_name(const char *name) {
+    for (int i = 0; i < (int)(sizeof spec_names / sizeof spec_names[0]); i++)
+        if (!strcmp(name, spec_names[i])) return i;
+    err e;
+    err_set(&e, ERR_ARG, "speculative decoding type '%s' is not one of none, ngram, draft, mtp", name);
+    api_fail(&e);
+    return -1;
+}
+
+void llm170_spec_free(llm170_spec *s) {
+    if (!s) return;
+    if (s->d) s->d->destroy(s->d);
+    free(s->hist);
+    free(s->row);
+    free(s->ckpt);
+    free(s->hid);
+    free(s);
+}
+
+int llm170_spec_new(llm170_context *c, int seq, const llm170_spec_params *params, llm170_spec **out) {
+    err e = {0};
+    *out = NULL;
+    llm170_spec_params p = params ? *params : llm170_spec_default_params();
+    if (seq < 0 || seq >= c->p.n_seq) {
+        err_set(&e, ERR_ARG, "sequence %d is outside 0..%d", seq, c->p.n_seq - 1);
+        return api_fail(&e);
+    }
+    if (p.type < LLM170_SPEC_NONE || p.type > LLM170_SPEC_MTP || p.draft_max < 1 || p.draft_max > SPEC_MAX_DRAFT ||
+        p.draft_min < 1 || p.draft_min > p.draft_max) {
+        err_set(&e, ERR_ARG, "speculative decoding: type %d, draft-min %d, draft-max %d: need a type of enum "
+                "llm170_spec_type and 1 <= draft-min <= draft-max <= %d", p.type, p.draft_min, p.draft_max,
+                SPEC_MAX_DRAFT);
+        return api_fail(&e);
+    }
+    llm170_spec *s = calloc(1, sizeof *s);
+    if (!s) return api_fail(&(err){ERR_NOMEM, "out of memory"});
+    s->c = c, s->seq = seq, s->p = p;
+    const hparams *hp = &c->model->m->hp;
+    int rc = 0;
+    if (p.type == LLM170_SPEC_NGRAM) rc = spec_ngram_new(p.ngram_min, p.ngram_max, &s->d, &e);
+    else if (p.type == LLM170_SPEC_DRAFT) rc = spec_draft_model_new(p.draft_model, c->model, c->p.n_ctx, c->p.n_batch, &s->d, &e);
+    else if (p.type == LLM170_SPEC_MTP) rc = spec_mtp_new(c, seq, &s->d, &e);
+    s->recurrent = kv_rec_floats(c->kv) > 0;
+    s->ckpt_size = llm170_seq_state_size(c);
+    if (!rc && (!(s->row = malloc(sizeof(float) * (size_t)hp->n_vocab)) || !(s->ckpt = malloc(s->ckpt_size)) ||
+                !(s->hid = malloc(sizeof(float) * (SPEC_MAX_DRAFT + 1) * (size_t)hp->n_embd))))
+        rc = err_set(&e, ERR_NOMEM, "out of memory");
+    if (rc) {
+        llm170_spec_free(s);
+        return api_fail(&e);
+    }
+    s->probe_every = SPEC_PROBE_MIN;
+    s->off = true, s->off_left = 1; /* the first round is a probe */
+    *out = s;
+    return 0;
+}
+
+static int push_hist(llm170_spec *s, const int32_t *t, int n, err *e) {
+    if (s->n_hist + n > s->cap_hist) {
+        int cap = (s->n_hist + n) * 2;
+        int32_t *h = realloc(s->hist, sizeof(int32_t) * (size_t)cap);
+        if (!h) return err_set(e, ERR_NOMEM, "out of memory");
+        s->hist = h, s->cap_hist = cap;
+    }
+    memcpy(s->hist + s->n_hist, t, sizeof(int32_t) * (size_t)n);
+    s->n_hist += n;
+    return 0;
+}
+
+/* Decodes tokens into the sequence; rows: all logits (and hidden rows) or the last only. */
+static int target_decode(llm170_spec *s, const int32_t *t, int n, bool all, err *e) {
+    llm170_seq_batch b = {s->seq, n, t, all};
+    int rc_;
+    if ((rc_ = llm170_decode(s->c, &b, 1))) return err_set(e, rc_, "%s", llm170_last_error());
+    return 0;
+}
+
+int llm170_spec_prompt(llm170_spec *s, const int32_t *prompt, int n) {
+    err e = {0};
+    if (n < 1) {
+        err_set(&e, ERR_ARG, "an empty prompt: speculative decoding needs at least one token");
+        return api_fail(&e);
+    }
+    /* reuse what the sequence still holds of this generator's last generation (hist[0..held)), except for
+     * a drafter that reads hidden rows (it needs every position's); at least the last token is decoded */
+    const bool hid = s->d && s->d->wants_hidden;
+    const int held = llm170_seq_len(s->c, s->seq);
+    int same = 0;
+    if (!hid && held <= s->n_hist)
+        while (same < held && same < n - 1 && s->hist[same] == prompt[same]) same++;
+    if (same < held && (s->recurrent || same == 0 || llm170_seq_truncate(s->c, s->seq, same))) {
+        llm170_seq_reset(s->c, s->seq);
+        same = 0;
+    }
+    s->n_hist = 0;
+    s->pending = false;
+    if (s->d) s->d->kept(s->d, same);
+    if (push_hist(s, prompt, n, &e)) return api_fail(&e);
+    const int V = s->c->model->m->hp.n_vocab;
+    /* a drafter that reads hidden rows gets every position's: pieces with all rows */
+    const int piece = hid ? SPEC_PROMPT_PIECE : n - same;
+    for (int i = same; i < n; i += piece) {
+        const int m = n - i < piece ? n - i : piece;
+        if (target_decode(s, prompt + i, m, hid, &e)) return api_fail(&e);
+        if (hid && s->d->observe(s->d, i, llm170_hidden(s->c, 0), m, &e)) return api_fail(&e);
+        if (i + m == n) memcpy(s->row, llm170_logits(s->c, hid ? m - 1 : 0), sizeof(float) * (size_t)V);
+    }
+    if (s->d && s->d->prefill && s->d->prefill(s->d, prompt, n, &e)) return api_fail(&e);
+    return 0;
+}
+
+/* A pass of T tokens, measured or guessed from the longest measured shorter span: +10% of it per extra
+ * token (optimistic, so such spans get tried, then measured). span_cost(1) is always measured. */
+static double span_cost(const llm170_spec *s, int T) {
+    if (s->t_span[T] > 0) return s->t_span[T];
+    int m = T - 1;
+    while (s->t_span[m] <= 0) m--;
+    return s->t_span[m] * (1.0 + 0.1 * (T - m));
+}
+
+static void ema(double *v, double x) { *v = *v > 0 ? (1 - SPEC_EMA) * *v + SPEC_EMA * x : x; }
+
+/* The number of draft tokens for the next round (0: a plain step), at most kmax. */
+static int choose_k(llm170_spec *s, int kmax) {
+    if (!s->d || kmax < s->p.draft_min) return 0;
+    int hi = s->p.draft_max < kmax ? s->p.draft_max : kmax;
+    if (!s->p.adaptive) return hi;
+    if (s->t_span[1] <= 0) return 0; /* a plain step first: the unit every gain is measured in */
+    if (s->off) {
+        if (--s->off_left > 0) return 0;
+        return s->p.draft_min; /* a probe */
+    }
+    const double a = (s->acc_hit + 1.0) / (s->acc_try + 2.0);
+    const double plain = span_cost(s, 1);
+    double best = 0;
+    int kbest = 0;
+    for (int k = s->p.draft_min; k <= hi; k++) {
+        const double tokens = (1.0 - pow(a, k + 1)) / (1.0 - a);
+        const double cost = span_cost(s, k + 1) + k * s->t_draft_tok + (s->recurrent ? s->t_rollback : 0);
+        const double gain = tokens * plain / cost;
+        if (gain > best) best = gain, kbest = k;
+    }
+    if (best < 1.0) { /* does not pay: off, probe later (backing off while probes fail) */
+        s->off = true;
+        s->off_left = s->probe_every;
+        s->probe_every = s->probe_every * 4 < SPEC_PROBE_MAX ? s->probe_every * 4 : SPEC_PROBE_MAX;
+        return 0;
+    }
+    return kbest;
+}
+
+/* After a round of nd drafts of which acc were kept. */
+static void learn(llm170_spec *s, int nd, int acc) {
+    if (nd == 0) return;
+    s->acc_hit = SPEC_DECAY * s->acc_hit + acc;
+    s->acc_try = SPEC_DECAY * s->acc_try + acc + (acc < nd);
+    if (s->off) { /* a probe: back on if speculation now looks worth it */
+        s->off = false;
+        if (choose_k(s, s->p.draft_max) > 0) s->probe_every = SPEC_PROBE_MIN; /* else off again, backed off */
+    }
+}
+
+/* Cuts the sequence back to `keep` tokens after a pass that left `have`; span: the pass's tokens, from
+ * position base (the checkpoint's length). */
+static int rollback(llm170_spec *s, int keep, int have, int base, const int32_t *span, err *e) {
+    if (keep == have) return 0;
+    if (!s->recurrent) {
+        int rc = llm170_seq_truncate(s->c, s->seq, keep);
+        return rc ? err_set(e, rc, "%s", llm170_last_error()) : 0;
+    }
+    const double t0 = timer_now();
+    int rc = llm170_seq_restore_state(s->c, s->seq, s->ckpt, s->ckpt_size);
+    if (rc) return err_set(e, rc, "%s", llm170_last_error());
+    if (keep > base && target_decode(s, span, keep - base, false, e)) return e->code;
+    ema(&s->t_rollback, timer_now() - t0);
+    s->st.t_rollback += timer_now() - t0;
+    return 0;
+}
+
+int llm170_spec_next(llm170_spec *s, llm170_sampler *smp, int32_t *out, int cap) {
+    err e = {0};
+    llm170_model *lm = s->c->model;
+    if (cap < 1) {
+        err_set(&e, ERR_ARG, "llm170_spec_next: room for at least one token is needed (cap %d)", cap);
+        return api_fail(&e);
+    }
+    if (s->n_hist == 0) {
+        err_set(&e, ERR_ARG, "llm170_spec_next before llm170_spec_prompt");
+        return api_fail(&e);
+    }
+    int n_out = 0;
+    if (!s->pending) { /* the first token comes from the prompt's logits */
+        int32_t t = llm170_sample(smp, s->row);
+        llm170_sampler_accept(smp, t);
+        out[n_out++] = t;
+        s->st.tokens++;
+        if (push_hist(s, &t, 1, &e)) return api_fail(&e);
+        s->pending = true;
+        if (n_out == cap || llm170_token_is_eog(lm, t)) return n_out;
+    }
+    const int n = llm170_seq_len(s->c, s->seq); /* == n_hist - 1 */
+    int room = s->c->p.n_ctx - n - 1;           /* positions after the pending token */
+    int kmax = cap - n_out - 1 < room ? cap - n_out - 1 : room;
+    if (kmax > SPEC_MAX_DRAFT) kmax = SPEC_MAX_DRAFT;
+    int k = choose_k(s, kmax), nd = 0;
+    int32_t span[SPEC_MAX_DRAFT + 1];
+    span[0] = s->hist[s->n_hist - 1];
+    if (k > 0) {
+        const double t0 = timer_now();
+        nd = s->d->draft(s->d, s->hist, s->n_hist, k, span + 1, &e);
+        if (nd < 0) return api_fail(&e);
+        const double dt = timer_now() - t0;
+        s->st.t_draft += dt;
+        if (nd > 0) ema(&s->t_draft_tok, dt / nd);
+        if (nd < s->p.draft_min) nd = 0;
+    }
+    const bool hid = s->d && s->d->wants_hidden;
+    const double t0 = timer_now(); /* the round's verification: checkpoint and pass */
+    if (nd > 0 && s->recurrent && llm170_seq_save_state(s->c, s->seq, s->ckpt, s->ckpt_size)) return -1;
+    if (target_decode(s, span, nd + 1, nd > 0 || hid, &e)) return api_fail(&e);
+    const double dt = timer_now() - t0;
+    ema(&s->t_span[nd + 1], dt);
+    if (nd > 0) s->st.t_verify += dt, s->st.rounds++, s->st.drafted += nd;
+    else s->st.t_plain += dt, s->st.plain_steps++;
+    /* accept: row i is the target's distribution after span[0..i] */
+    int i = 0;
+    for (;; i++) {
+        int32_t x = llm170_sample(smp, llm170_logits(s->c, i));
+        llm170_sampler_accept(smp, x);
+        out[n_out++] = x;
+        s->st.tokens++;
+        if (i < nd && x == span[i + 1] && !llm170_token_is_eog(lm, x)) continue;
+        break;
+    }
+    /* the cache keeps span[0..i]; out's last token is the new pending one */
+    const int keep = n + 1 + i;
+    s->st.accepted += i;
+    learn(s, nd, i);
+    if (hid) {
+        const int C = lm->m->hp.n_embd;
+        for (int r = 0; r <= i; r++) memcpy(s->hid + (int64_t)r * C, llm170_hidden(s->c, r), sizeof(float) * (size_t)C);
+    }
+    if (s->d) s->d->kept(s->d, keep);
+    if (rollback(s, keep, n + 1 + nd, n, span, &e)) return api_fail(&e);
+    if (hid && s->d->observe(s->d, n, s->hid, i + 1, &e)) return api_fail(&e);
+    if (push_hist(s, span + 1, i, &e) || push_hist(s, &out[n_out - 1], 1, &e)) return api_fail(&e);
+    return n_out;
+}
+
+void spec_set_drafter(llm170_spec *s, spec_drafter *d) {
+    if (s->d) s->d->destroy(s->d);
+    s->d = d;
+}
+
+void llm170_spec_get_stats(const llm170_spec *s, llm170_spec_stats *out) { *out = s->st; }
