@@ -589,6 +589,8 @@ static void check_moe(rng *r) {
     free(l), free(ys), free(wt), free(ref), free(y);
 }
 
+#include "backends/conformance_hc.h"
+
 static void check_device(const char *name) {
     err e = {0};
     snprintf(device_name, sizeof device_name, "%s", name);
@@ -605,7 +607,8 @@ static void check_device(const char *name) {
     CHECK(make_weight(&r, QT_F32, 768, 37, 3, &we, &wed, &gte));
     free(wed);
     exec_plan plan = {.max_tokens = 80, .max_out = 80, .n_ctx = 64, .max_in = 768, .attn_d = 32, .gdn_dk = 16,
-                      .gdn_dv = 12, .moe_k = 2, .n_threads = 3};
+                      .gdn_dv = 12, .moe_k = 2, .n_threads = 3,
+                      .qsa_keys = 15, .qsa_heads = 6};
     X = DEV->ops->exec_new(DEV, &plan, &e);
     CHECKF(X != NULL, "%s: %s", name, e.msg);
     if (!X) return;
@@ -622,6 +625,8 @@ static void check_device(const char *name) {
     check_elementwise(&r);
     check_sequence_ops(&r);
     check_moe(&r);
+    check_hc_ops(&r);
+    check_ngram_qsa_ops(&r);
     check_matmuls(&r);
     err se = {0};
     CHECKF(exec_status(X, &se) == 0, "%s: the executor recorded a failure: %s", name, se.msg);
