@@ -60,6 +60,8 @@ typedef struct exec_plan {
     int gdn_dk, gdn_dv; /* delta-rule key / value head dims (0: none) */
     int gdn_hv;       /* delta-rule value heads (0: unknown; a GPU's chunked-form scratch is sized by it) */
     int moe_k;        /* experts per token (0: no MoE) */
+    int qsa_keys;     /* sparse attention: most keys one query reads (budget + block - 1; 0: none) */
+    int qsa_heads;    /* its query heads */
     int n_threads;    /* CPU threads (CPU executors) */
 } exec_plan;
 
@@ -177,6 +179,32 @@ typedef struct exec_ops {
                         int C);
     /* y[t][C] += sigmoid(gate[t]) * in[t][C] (a gated residual, e.g. the shared expert) */
     void (*add_gated_rows)(exec *x, float *y, const float *in, const float *gate, int T, int C);
+    /* --- hyper-connections, PLE, QSA (qwen4exp); the math of each is its ref_ function in ops_ref.h --- */
+    /* y[T][G][D] = per-group rms_norm(x) * w (w: an F32 weight of G*D values: each group its own slice) */
+    void (*rms_norm_groups)(exec *x, const float *in, const weight *w, float *y, int T, int G, int D, float eps);
+    void (*silu_scaled)(exec *x, const float *in, float *y, float s, int64_t n); /* y = silu(s * x) */
+    /* m[T][D] = mean over S streams of sigmoid(gate) * xn (xn, gate [T][S][D]) */
+    void (*hc_mix)(exec *x, const float *xn, const float *gate, float *m, int T, int S, int D);
+    /* X[T][S][D] += 2 sigmoid(inj[T][S] / S) * y[T][D] */
+    void (*hc_add)(exec *x, float *X, const float *y, const float *inj, int T, int S, int D);
+    /* out[T][S][D] = sigmoid(signed sqrt(key . query / sqrt(D))) * v[T][D], per stream */
+    void (*ple_gate)(exec *x, const float *key, const float *query, const float *v, float *out, int T, int S, int D);
+    /* conv1d_silu with dilation dil: state [(K-1)*dil][Ch] */
+    void (*conv1d_dilated_silu)(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch,
+                                int K, int dil);
+    /* rows[T][n_heads] (device int32) of the hashed n-gram table for ids[T] (device int32) after the history
+     * state hist[N-1] (updated) */
+    void (*ngram_rows)(exec *x, const int32_t *ids, float *hist, int32_t *rows, int T, const ngram_hash *h);
+    /* compressed keys blk[b0..b1) from the raw indexer keys (w: an F32 norm weight of D values) */
+    void (*qsa_block_keys)(exec *x, const float *raw, float *blk, int b0, int b1, int c, int D, const weight *w,
+                           float eps, const rope_params *rp);
+    /* sel[T][n_sel] (device int32): each query's blocks (ascending, then -1); qpos: device int32 */
+    void (*qsa_select)(exec *x, const float *q, const float *blk, const int32_t *qpos, int32_t *sel, int T, int Hi,
+                       int D, int c, int n_sel);
+    /* attention over each query's selected blocks and its tail (caches of type tk / tv as for attention) */
+    void (*attention_sparse)(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv,
+                             float *out, const int32_t *qpos, const int32_t *sel, int T, int Hq, int Hkv, int D,
+                             float scale, int c, int n_sel);
 } exec_ops;
 
 struct backend {

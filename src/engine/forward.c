@@ -14,10 +14,16 @@ int fwd_n_out(const fwd_span *spans, int n_spans) {
 }
 
 /* widest projection of any block: the width of the wide arena slots */
+/* PLE n-gram heads (0: no PLE) */
+static int64_t ple_n_heads(const hparams *hp) {
+    return hp->ple_dim > 0 ? (int64_t)(hp->ple_hash.n - 1) * hp->ple_hash.heads_per : 0;
+}
+
 static int64_t wide_width(const hparams *hp) {
     int64_t dc = 2LL * hp->ssm_hk * hp->ssm_dk + (int64_t)hp->ssm_hv * hp->ssm_dv;
     int64_t widths[] = {hp->n_embd * 2LL, 2LL * hp->n_head * hp->head_dim, dc, hp->n_ff, hp->n_ff_exp,
-                        hp->n_ff_shexp, hp->n_expert};
+                        hp->n_ff_shexp, hp->n_expert, (int64_t)hp->hc_count * hp->n_embd,
+                        (int64_t)hp->idx_heads * hp->idx_dim, ple_n_heads(hp) * (int64_t)hp->ple_dim};
     int64_t w = 1;
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) w = widths[i] > w ? widths[i] : w;
     return w;
@@ -29,7 +35,9 @@ exec_plan fwd_plan(const model *m, int n_batch, int n_seq, int n_ctx, int n_thre
     return (exec_plan){.max_tokens = n_batch, .max_out = out < n_batch ? out : n_batch, .n_ctx = n_ctx,
                        .attn_d = hp->head_dim, .attn_hq = hp->n_head, .gdn_dk = hp->ssm_dk, .gdn_dv = hp->ssm_dv,
                        .gdn_hv = hp->ssm_hv,
-                       .moe_k = hp->n_expert_used, .n_threads = n_threads};
+                       .moe_k = hp->n_expert_used, .n_threads = n_threads,
+                       .qsa_keys = hp->idx_ratio ? hp->idx_budget + hp->idx_ratio - 1 : 0,
+                       .qsa_heads = hp->idx_ratio ? hp->n_head : 0};
 }
 
 /* Lays the arena out (base NULL: only sizes it); returns its bytes. */
@@ -58,6 +66,10 @@ static size_t carve(fwd_work *w, const hparams *hp, int n_ctx, char *base) {
     SLOT(moe_y, float, TK * C);
     SLOT(moe_w, float, TK);
     SLOT(moe_sel, int32_t, TK);
+    const int64_t n_sel = hp->idx_ratio ? hp->idx_budget / hp->idx_ratio : 0, n_p = ple_n_heads(hp);
+    SLOT(xw, float, T * C * hp->hc_count);
+    SLOT(hc_inj, float, T * hp->hc_count);
+    SLOT(isel, int32_t, T * (n_sel > n_p ? n_sel : n_p));
     SLOT(ids, int32_t, T);
     SLOT(pos, int32_t, T);
     SLOT(out_idx, int32_t, T);
@@ -158,6 +170,10 @@ void fwd_output(model *m, fwd_ctx *c, const weight *norm, float *logits, float *
     const int C = m->hp.n_embd;
     if (!w->n_out) return;
     x->ops->gather_rows(x, w->h, w->x, w->out_idx, w->n_out, C);
+    if (!norm->data) { /* the trunk normed w.x itself (qwen4exp's final hyper-connection mixer) */
+        fwd_head(m, c, w->h, w->n_out, logits, hidden);
+        return;
+    }
     x->ops->rms_norm(x, w->h, norm, w->y, w->n_out, C, m->hp.eps);
     fwd_head(m, c, w->y, w->n_out, logits, hidden);
 }

@@ -40,6 +40,8 @@ typedef struct fwd_work {
     float *logits;                       /* [out_rows][V] */
     float *moe_g, *moe_u, *moe_y, *moe_w; /* [T*K][Ie], [T*K][Ie], [T*K][C], [T*K] */
     int32_t *moe_sel;                    /* [T*K] */
+    float *xw, *hc_inj;                  /* qwen4exp: [T][S*C] the wide residual, [T][S] inject weights */
+    int32_t *isel;                       /* qwen4exp: [T][max(n_sel, n_p)] QSA selections / PLE table rows */
     int32_t *ids, *pos, *kpos, *out_idx; /* [T], [T], [n_ctx] (0..n_ctx-1), [T] */
     void *arena;
     /* host */
@@ -73,7 +75,8 @@ int model_forward(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans, floa
 /* Uploads the pass's token ids, positions and output-row indices and gives the executor its structure.
  * Span s starts at position past0[s] (NULL: its sequence's n_past). */
 void fwd_begin(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans, const int *past0);
-/* Gathers the output rows of w.x, applies the final norm, and downloads hidden rows and the LM head's
+/* Gathers the output rows of w.x, applies the final norm (none when norm has no data: the trunk left
+ * normed rows in w.x), and downloads hidden rows and the LM head's
  * logits (+ output.bias) in pieces of out_rows. */
 void fwd_output(model *m, fwd_ctx *c, const weight *norm, float *logits, float *hidden);
 /* The LM head of n rows of normed hidden states hn (device): logits downloaded in pieces. */

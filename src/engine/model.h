@@ -15,9 +15,9 @@
 #include "backends/backend.h"
 #include "gguf/gguf.h"
 
-enum model_arch { ARCH_QWEN35, ARCH_QWEN35MOE, ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_COUNT };
+enum model_arch { ARCH_QWEN35, ARCH_QWEN35MOE, ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_QWEN4EXP, ARCH_COUNT };
 
-/* "qwen35", "qwen35moe", "llama", "qwen2", "qwen3", "gemma3" (the GGUF general.architecture values) */
+/* "qwen35", "qwen35moe", "llama", "qwen2", "qwen3", "gemma3", "qwen4exp" (the GGUF general.architecture values) */
 const char *model_arch_name(enum model_arch a);
 
 typedef struct model model;
@@ -93,6 +93,16 @@ typedef struct hparams {
     /* feed-forward */
     int n_ff;              /* dense width */
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    /* qwen4exp: hyper-connections, QSA indexer, PLE (0 / -1 when absent) */
+    int hc_count;          /* S residual streams (hyper_connection.count) */
+    int hc_rank;           /* R (hyper_connection.low_rank) */
+    int idx_heads, idx_dim; /* Hi, Di (attention.indexer.head_count / key_length) */
+    int idx_budget;        /* B tokens (attention.indexer.top_k) */
+    int idx_ratio;         /* c tokens per compressed block (attention.compress_ratios) */
+    int ple_layer;         /* the PLE block (ple.layers[0], 0-based); valid when ple_dim > 0 */
+    int ple_conv;          /* K_p (ple.conv_kernel); dilation = ngram size */
+    int ple_dim;           /* d_p: width of one n-gram table row (embedding_length_per_layer_input); 0 = no PLE */
+    ngram_hash ple_hash;   /* multipliers, head table ranges, reset token */
 } hparams;
 
 /* One block's weights; members not used by the block's kind have data == NULL. Shapes in GGUF order
@@ -132,6 +142,18 @@ typedef struct layer {
     weight ffn_gate_inp_shexp; /* {C} shared-expert gate (one output) */
     weight ffn_gate_shexp, ffn_up_shexp; /* {C, Is} */
     weight ffn_down_shexp;   /* {Is, C} */
+    /* qwen4exp: hyper-connections around both sub-blocks; QSA indexer; PLE */
+    weight hc_attn_norm, hc_ffn_norm;     /* {S*C} grouped norm (+1 folded) */
+    weight hc_attn_down, hc_ffn_down;     /* {S*C, R} */
+    weight hc_attn_up, hc_ffn_up;         /* {R, S*C} */
+    weight hc_attn_inject, hc_ffn_inject; /* {S*C, S} */
+    weight idx_q_proj;      /* {C, Hi*Di} */
+    weight idx_k_proj;      /* {C, Di} */
+    weight idx_q_norm, idx_k_norm; /* {Di} */
+    weight ple_key;         /* {n_p*d_p, S*C} */
+    weight ple_value;       /* {n_p*d_p, C} */
+    weight ple_norm_key, ple_norm_query, ple_norm_conv; /* {S*C} grouped */
+    weight ple_conv1d;      /* {K_p, S*C} */
     /* MTP block only */
     weight nextn_eh_proj;    /* {2C, C} */
     weight nextn_enorm, nextn_hnorm, nextn_shared_head_norm; /* {C} */
@@ -149,6 +171,8 @@ struct model {
     bool tied;
     weight output_bias;  /* {V} optional (qwen2 files may carry one) */
     weight rope_freqs;   /* {n_rot/2} optional: llama3 RoPE per-pair frequency divisors */
+    weight output_hc_norm, output_hc_down, output_hc_up; /* qwen4exp's final mixer: {S*C}, {S*C, R}, {R, S*C} */
+    weight per_layer_token_embd; /* qwen4exp PLE n-gram table {d_p, rows} */
     layer *layers;       /* n_block */
 };
 

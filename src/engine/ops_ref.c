@@ -101,23 +101,7 @@ void ref_attention(const float *q, const float *k, const float *v, float *out, c
 }
 
 void ref_conv1d_silu(const float *x, float *state, const float *w, float *y, int T, int Ch, int K) {
-    for (int t = 0; t < T; t++)
-        for (int ch = 0; ch < Ch; ch++) {
-            float acc = 0;
-            for (int j = 0; j < K; j++) {
-                int p = t - (K - 1) + j; /* input position; < 0 reads the state */
-                float in = p >= 0 ? x[(int64_t)p * Ch + ch] : state[(int64_t)(K - 1 + p) * Ch + ch];
-                acc += w[(int64_t)ch * K + j] * in;
-            }
-            y[(int64_t)t * Ch + ch] = acc / (1.0f + expf(-acc));
-        }
-    /* new state: the last K-1 raw inputs of [state | x] */
-    for (int r = 0; r < K - 1; r++) {
-        int p = T - (K - 1) + r;
-        for (int ch = 0; ch < Ch; ch++)
-            state[(int64_t)r * Ch + ch] =
-                p >= 0 ? x[(int64_t)p * Ch + ch] : state[(int64_t)(K - 1 + p) * Ch + ch];
-    }
+    ref_conv1d_dilated_silu(x, state, w, y, T, Ch, K, 1);
 }
 
 void ref_gdn_step(float *S, const float *q, const float *k, const float *v, const float *g,

@@ -86,4 +86,65 @@ int64_t ref_gdn_chunk_scratch(int chunk, int Dk, int Dv);
  * p is the caller's scratch of E floats (it holds the gate values afterwards). Needs 1 <= K <= E. */
 void ref_moe_route(const float *logits, int E, int K, bool sigmoid, bool renorm, float *p, int32_t *sel, float *w);
 
+/* ---- hyper-connections, n-gram embeddings (PLE), QSA sparse attention: qwen4exp (ops_ref_hc.c) ----
+ * Extra alphabet: S residual streams of width D (a wide row is [S][D]), Hi indexer heads, c tokens per
+ * compressed block, n_sel selected blocks. */
+
+/* Grouped RMS norm: y[T][G][D] = x / sqrt(mean over the group's D values of x^2 + eps) * w[G*D] (each
+ * group its own slice of w; w may be NULL). y may alias x. */
+void ref_rms_norm_groups(const float *x, const float *w, float *y, int T, int G, int D, float eps);
+
+/* y[n] = silu(s * x) (y may alias x) */
+void ref_silu_scaled(const float *x, float *y, float s, int64_t n);
+
+/* Hyper-connection read: m[T][D] = (1/S) sum_s sigmoid(gate[t][s][d]) * xn[t][s][d] (a mean over streams). */
+void ref_hc_mix(const float *xn, const float *gate, float *m, int T, int S, int D);
+
+/* Hyper-connection write: X[t][s][:] += 2 sigmoid(inj[t][s] / S) * y[t][:]; X [T][S][D], y [T][D], inj [T][S]. */
+void ref_hc_add(float *X, const float *y, const float *inj, int T, int S, int D);
+
+/* PLE gate: per stream z = key[t][s] . query[t][s] / sqrt(D), g = sign(z) sqrt(max(|z|, 1e-6)) (sign(0) = 0),
+ * out[t][s][:] = sigmoid(g) * v[t][:]. key, query, out [T][S][D]; v [T][D]. */
+void ref_ple_gate(const float *key, const float *query, const float *v, float *out, int T, int S, int D);
+
+/* Depthwise causal conv1d with dilation `dil`, then SiLU: y[t][c] = silu(sum_j w[c][j] x[t - (K-1-j) dil][c]).
+ * state[(K-1) dil][Ch]: the previous inputs, oldest first (zeros for a fresh sequence), updated to the
+ * last (K-1) dil inputs. x, y [T][Ch]; w [Ch][K]. ref_conv1d_silu is dil = 1. */
+void ref_conv1d_dilated_silu(const float *x, float *state, const float *w, float *y, int T, int Ch, int K, int dil);
+
+/* Hashed n-gram rows (qwen4exp PLE, spec qwen4exp.md 2.7): token t with context c_0 = ids[t], c_1, .. c_{N-1}
+ * (earlier tokens; once a predecessor is `eos` or missing it and everything before it read as eos),
+ * mix_n = XOR_{j<n} c_j * mult[j] (uint64), head g of n-gram order n = 2 + g / heads_per gets row
+ * mix_n % size[g] + offset[g]. rows[T][n_heads]. hist[N-1] carries the last N-1 tokens (most recent last)
+ * as id + 1 in floats, 0 = none (reads as eos): a zeroed state is a fresh sequence. */
+#define NGRAM_MAX_N 4
+#define NGRAM_MAX_HEADS 64
+typedef struct ngram_hash {
+    int n;           /* N, the largest n-gram */
+    int heads_per;   /* heads per n-gram order; n_heads = (N-1) * heads_per */
+    int32_t eos;     /* the reset token */
+    uint64_t mult[NGRAM_MAX_N];
+    uint64_t size[NGRAM_MAX_HEADS], offset[NGRAM_MAX_HEADS];
+} ngram_hash;
+void ref_ngram_rows(const int32_t *ids, float *hist, int32_t *rows, int T, const ngram_hash *h);
+
+/* QSA block keys b0 <= b < b1: blk[b] = rope at position b*c (rms_norm(mean_{j<c} raw[b*c + j]) * w).
+ * raw [>= b1*c][D] indexer keys, blk [>= b1][D]; the rope of rp (its n_rot first dims, the rest pass). */
+void ref_qsa_block_keys(const float *raw, float *blk, int b0, int b1, int c, int D, const float *w, float eps,
+                        const rope_params *rp);
+
+/* QSA block selection for T queries at positions qpos[t]: n = qpos + 1 visible tokens, nb = n / c complete
+ * blocks. nb <= n_sel: every block. Else the n_sel blocks of largest score sum_h relu(q[t][h] . blk[b])
+ * (b < nb; ties to the lower block). sel[T][n_sel]: the blocks in ascending order, then -1. q [T][Hi][D];
+ * scores: scratch of nb floats. */
+void ref_qsa_select(const float *q, const float *blk, const int32_t *qpos, int32_t *sel, int T, int Hi, int D,
+                    int c, int n_sel, float *scores);
+
+/* ref_attention restricted to each query's selection: the rows of blocks sel[t][..] (b*c .. b*c+c-1) and
+ * the tail rows c*nb .. qpos[t] (the incomplete block). k/v [S][Hkv][D]; scores: scratch of n_sel*c + c
+ * floats. */
+void ref_attention_sparse(const float *q, const float *k, const float *v, float *out, const int32_t *qpos,
+                          const int32_t *sel, int T, int Hq, int Hkv, int D, float scale, int c, int n_sel,
+                          float *scores);
+
 #endif

@@ -13,6 +13,11 @@
  * rope base / dimension / linear scaling, rms epsilon) and checks them; attn_scale = 1/sqrt(D). */
 int llama_read_hparams(model *m, err *e);
 
+/* Reads what the GDN + gated-attention hybrids (qwen35, qwen4exp) share: block_count, context_length,
+ * widths, attention heads and key/value length, rope dims and base, eps, the ssm.* keys (ssm_dv derived), and
+ * checks their consistency. */
+int blk_read_hybrid_hparams(model *m, err *e);
+
 /* Binds token_embd, output_norm, output (tied to token_embd when absent), output.bias if present,
  * and sizes the layer array. */
 int blk_bind_globals(model *m, err *e);
@@ -41,6 +46,19 @@ void blk_attend_cache(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n
 /* Gated feed-forward y = (act(h Wgate) * h Wup) Wdown with width I: reads w.h, writes w.y. */
 enum blk_act { ACT_SILU, ACT_GELU_TANH };
 void blk_ffn(model *m, fwd_ctx *c, const layer *L, int I, enum blk_act act);
+
+/* Gated attention projections (qwen35 / qwen4exp): q and gate from the per-head interleaved attn_q, k, v;
+ * q/k norms and partial NEOX RoPE. Reads w.h; q, gate [T][Hq*D], k, v [T][Hkv*D]; uses w.a as scratch. */
+void blk_gated_qkv(model *m, fwd_ctx *c, const layer *L, float *q, float *gate, float *k, float *v);
+
+/* Gated DeltaNet over every span (state buffers 0 = conv, 1 = S of block il): reads w.h, writes w.y; the
+ * output gate is silu (qwen35) or sigmoid (qwen4exp). Uses w.a-d, w.f, w.g, w.beta. */
+enum gdn_gate { GDN_GATE_SILU, GDN_GATE_SIGMOID };
+void blk_gdn(model *m, fwd_ctx *c, const layer *L, int il, const fwd_span *spans, int n_spans, enum gdn_gate gate);
+
+/* MoE with a shared expert (qwen35 spec §2.5): softmax router, top-k renormalised, grouped expert matmuls,
+ * plus the shared expert times sigmoid(gate . x). Reads w.h, writes w.y; uses w.a-d and the moe slots. */
+void blk_moe(model *m, fwd_ctx *c, const layer *L);
 
 /* The per-sequence state of an attention block: k and v caches of n_ctx rows of Hkv*D values in the
  * plan's cache types. */

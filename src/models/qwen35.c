@@ -21,27 +21,9 @@
 
 static int read_hparams(model *m, err *e) {
     hparams *hp = &m->hp;
-    int rc = 0, key_len = 0, val_len = 0, inner = 0;
-    if ((rc = model_get_u32(m, "block_count", &hp->n_block, e)) ||
-        (rc = model_get_u32(m, "context_length", &hp->n_ctx_train, e)) ||
-        (rc = model_get_u32(m, "embedding_length", &hp->n_embd, e)) ||
-        (rc = model_get_u32(m, "attention.head_count", &hp->n_head, e)) ||
-        (rc = model_get_u32(m, "attention.head_count_kv", &hp->n_head_kv, e)) ||
-        (rc = model_get_u32(m, "attention.key_length", &key_len, e)) ||
-        (rc = model_get_u32(m, "attention.value_length", &val_len, e)) ||
-        (rc = model_get_u32(m, "rope.dimension_count", &hp->n_rot, e)) ||
-        (rc = model_get_u32(m, "ssm.conv_kernel", &hp->ssm_conv, e)) ||
-        (rc = model_get_u32(m, "ssm.state_size", &hp->ssm_dk, e)) ||
-        (rc = model_get_u32(m, "ssm.group_count", &hp->ssm_hk, e)) ||
-        (rc = model_get_u32(m, "ssm.time_step_rank", &hp->ssm_hv, e)) ||
-        (rc = model_get_u32(m, "ssm.inner_size", &inner, e)) ||
-        (rc = model_get_u32(m, "full_attention_interval", &hp->full_attn_interval, e)))
-        return rc;
+    int rc = blk_read_hybrid_hparams(m, e);
+    if (rc || (rc = model_get_u32(m, "full_attention_interval", &hp->full_attn_interval, e))) return rc;
     char key[128];
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", model_arch_name(m->arch));
-    if ((rc = gguf_get_f32(m->gguf, key, &hp->eps, e))) return rc;
-    snprintf(key, sizeof key, "%s.rope.freq_base", model_arch_name(m->arch));
-    if ((rc = gguf_get_f32(m->gguf, key, &hp->rope_theta, e))) return rc;
     snprintf(key, sizeof key, "%s.nextn_predict_layers", model_arch_name(m->arch));
     hp->n_nextn = 0;
     if (gguf_find_kv(m->gguf, key) && (rc = model_get_u32(m, "nextn_predict_layers", &hp->n_nextn, e))) return rc;
@@ -54,23 +36,12 @@ static int read_hparams(model *m, err *e) {
     } else if ((rc = model_get_u32(m, "feed_forward_length", &hp->n_ff, e))) {
         return rc;
     }
-    hp->head_dim = key_len;
     hp->n_layer = hp->n_block - hp->n_nextn;
-    /* consistency checks that would otherwise surface as out-of-bounds reads */
-    if (key_len != val_len) return err_set(e, ERR_UNSUPPORTED, "attention key_length %d != value_length %d", key_len, val_len);
-    if (hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv)
-        return err_set(e, ERR_FORMAT, "head_count %d is not a multiple of head_count_kv %d", hp->n_head, hp->n_head_kv);
-    if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2)
-        return err_set(e, ERR_FORMAT, "rope.dimension_count %d must be even and <= head dim %d", hp->n_rot, hp->head_dim);
-    if (hp->ssm_hk <= 0 || hp->ssm_hv <= 0 || hp->ssm_hv % hp->ssm_hk || inner % hp->ssm_hv)
-        return err_set(e, ERR_FORMAT, "ssm heads: group_count %d, time_step_rank %d, inner_size %d are inconsistent",
-                       hp->ssm_hk, hp->ssm_hv, inner);
-    if (hp->n_layer <= 0 || hp->n_nextn < 0 || hp->full_attn_interval <= 0 || hp->ssm_conv < 2)
-        return err_set(e, ERR_FORMAT, "block_count %d, nextn_predict_layers %d, full_attention_interval %d, conv %d",
-                       hp->n_block, hp->n_nextn, hp->full_attn_interval, hp->ssm_conv);
+    if (hp->n_layer <= 0 || hp->n_nextn < 0 || hp->full_attn_interval <= 0)
+        return err_set(e, ERR_FORMAT, "block_count %d, nextn_predict_layers %d, full_attention_interval %d",
+                       hp->n_block, hp->n_nextn, hp->full_attn_interval);
     if (m->arch == ARCH_QWEN35MOE && (hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert))
         return err_set(e, ERR_FORMAT, "expert_used_count %d of expert_count %d", hp->n_expert_used, hp->n_expert);
-    hp->ssm_dv = inner / hp->ssm_hv;
     return 0;
 }
 
@@ -190,79 +161,12 @@ static void attention_block(model *m, fwd_ctx *c, const layer *L, int il, const 
     exec *x = c->x;
     const exec_ops *op = x->ops;
     fwd_work *w = &c->w;
-    int T = w->T, Hq = hp->n_head, Hkv = hp->n_head_kv, D = hp->head_dim;
-    float *qg = w->a, *q = w->b, *gate = w->c, *k = w->d, *v = w->f;
-    op->matmul(x, &L->attn_q, 0, w->h, qg, T, MM_ROWS_PASS); /* [T][Hq][q | gate] */
-    op->copy_cols(x, q, qg, (int64_t)T * Hq, 2LL * D, 0, D);
-    op->copy_cols(x, gate, qg, (int64_t)T * Hq, 2LL * D, D, D);
-    op->matmul(x, &L->attn_k, 0, w->h, k, T, MM_ROWS_PASS);
-    op->matmul(x, &L->attn_v, 0, w->h, v, T, MM_ROWS_PASS);
-    op->rms_norm_heads(x, q, &L->attn_q_norm, T, Hq, D, hp->eps);
-    op->rms_norm_heads(x, k, &L->attn_k_norm, T, Hkv, D, hp->eps);
-    rope_params rp = {ROPE_NEOX, hp->n_rot, hp->rope_theta, 1.0f};
-    op->rope(x, q, w->pos, T, Hq, D, &rp, NULL);
-    op->rope(x, k, w->pos, T, Hkv, D, &rp, NULL);
-    float *att = qg; /* q and gate were copied out: reuse */
+    int T = w->T, Hq = hp->n_head, D = hp->head_dim;
+    float *q = w->b, *gate = w->c, *k = w->d, *v = w->f, *att = w->a;
+    blk_gated_qkv(m, c, L, q, gate, k, v);
     blk_attend_cache(m, c, il, spans, n_spans, q, k, v, att, 1.0f / sqrtf((float)D), ATTN_NO_WINDOW);
     op->sigmoid_mul(x, att, gate, (int64_t)T * Hq * D);
     op->matmul(x, &L->attn_output, 0, att, w->y, T, MM_ROWS_PASS);
-}
-
-/* Gated DeltaNet (spec §2.3) over every span; reads w.h, writes w.y. */
-static void gdn_block(model *m, fwd_ctx *c, const layer *L, int il, const fwd_span *spans, int n_spans) {
-    const hparams *hp = &m->hp;
-    exec *x = c->x;
-    const exec_ops *op = x->ops;
-    fwd_work *w = &c->w;
-    int T = w->T, Hk = hp->ssm_hk, Hv = hp->ssm_hv, Dk = hp->ssm_dk, Dv = hp->ssm_dv;
-    int64_t qk = (int64_t)Hk * Dk, vw = (int64_t)Hv * Dv, dc = 2 * qk + vw;
-    float *qkv = w->a, *conv = w->b, *z = w->c, *o = w->d, *q = w->f;
-    /* q, k and v live in one buffer after the conv: split them into f (q | k | v contiguous per part) */
-    float *k = q + (int64_t)T * qk, *v = k + (int64_t)T * qk;
-    op->matmul(x, &L->attn_qkv, 0, w->h, qkv, T, MM_ROWS_PASS);
-    op->matmul(x, &L->attn_gate, 0, w->h, z, T, MM_ROWS_PASS);
-    op->matmul(x, &L->ssm_alpha, 0, w->h, w->g, T, MM_ROWS_PASS);
-    op->matmul(x, &L->ssm_beta, 0, w->h, w->beta, T, MM_ROWS_PASS);
-    op->gdn_gates(x, w->g, w->beta, &L->ssm_a, &L->ssm_dt, T, Hv);
-    for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++)
-        op->conv1d_silu(x, qkv + t0 * dc, seq_state(&c->kv->seqs[spans[s].seq], il, 0), &L->ssm_conv1d,
-                        conv + t0 * dc, spans[s].n, (int)dc, hp->ssm_conv);
-    op->copy_cols(x, q, conv, T, dc, 0, qk);
-    op->copy_cols(x, k, conv, T, dc, qk, qk);
-    op->copy_cols(x, v, conv, T, dc, 2 * qk, vw);
-    op->l2_norm(x, q, T, Hk, Dk, hp->eps, 1.0f / sqrtf((float)Dk));
-    op->l2_norm(x, k, T, Hk, Dk, hp->eps, 1.0f);
-    for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++)
-        op->gdn(x, seq_state(&c->kv->seqs[spans[s].seq], il, 1), q + t0 * qk, k + t0 * qk, v + t0 * vw,
-                w->g + (int64_t)t0 * Hv, w->beta + (int64_t)t0 * Hv, o + t0 * vw, spans[s].n, Hk, Hv, Dk, Dv,
-                GDN_HEADS_TILED);
-    op->gated_norm(x, o, z, &L->ssm_norm, T, Hv, Dv, hp->eps);
-    op->matmul(x, &L->ssm_out, 0, o, w->y, T, MM_ROWS_PASS);
-}
-
-/* MoE (spec §2.5): softmax router over all experts, top-k, renormalised; only the selected experts run,
- * one grouped matmul per expert set over the routed rows; plus the shared expert scaled by
- * sigmoid(gate . x). All on the device. Reads w.h, writes w.y. */
-static void moe_block(model *m, fwd_ctx *c, const layer *L) {
-    const hparams *hp = &m->hp;
-    exec *x = c->x;
-    const exec_ops *op = x->ops;
-    fwd_work *w = &c->w;
-    int T = w->T, E = hp->n_expert, K = hp->n_expert_used, C = hp->n_embd;
-    op->matmul(x, &L->ffn_gate_inp, 0, w->h, w->a, T, MM_ROWS_PASS);
-    op->moe_route(x, w->a, w->moe_sel, w->moe_w, T, E, K, MOE_SOFTMAX, true);
-    op->matmul_experts(x, &L->ffn_gate_exps, w->moe_sel, K, w->h, false, w->moe_g, T);
-    op->matmul_experts(x, &L->ffn_up_exps, w->moe_sel, K, w->h, false, w->moe_u, T);
-    op->swiglu(x, w->moe_g, w->moe_u, w->moe_g, (int64_t)T * K * hp->n_ff_exp);
-    op->matmul_experts(x, &L->ffn_down_exps, w->moe_sel, K, w->moe_g, true, w->moe_y, T);
-    op->moe_combine(x, w->y, w->moe_y, w->moe_sel, w->moe_w, T, K, C);
-    /* shared expert */
-    op->matmul(x, &L->ffn_gate_shexp, 0, w->h, w->b, T, MM_ROWS_PASS);
-    op->matmul(x, &L->ffn_up_shexp, 0, w->h, w->c, T, MM_ROWS_PASS);
-    op->swiglu(x, w->b, w->c, w->b, (int64_t)T * hp->n_ff_shexp);
-    op->matmul(x, &L->ffn_down_shexp, 0, w->b, w->d, T, MM_ROWS_PASS);
-    op->matmul(x, &L->ffn_gate_inp_shexp, 0, w->h, w->a, T, MM_ROWS_PASS);
-    op->add_gated_rows(x, w->y, w->d, w->a, T, C);
 }
 
 /* One decoder block (trunk or MTP): x += mixer(norm(x)); x += ffn(norm(x)). */
@@ -274,13 +178,13 @@ static void block(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n_spa
     int64_t tc = (int64_t)w->T * m->hp.n_embd;
     op->rms_norm(x, w->x, &L->attn_norm, w->h, w->T, m->hp.n_embd, m->hp.eps);
     if (L->is_gdn)
-        gdn_block(m, c, L, il, spans, n_spans);
+        blk_gdn(m, c, L, il, spans, n_spans, GDN_GATE_SILU);
     else
         attention_block(m, c, L, il, spans, n_spans);
     op->add(x, w->x, w->y, tc);
     op->rms_norm(x, w->x, &L->post_attention_norm, w->h, w->T, m->hp.n_embd, m->hp.eps);
     if (m->arch == ARCH_QWEN35MOE)
-        moe_block(m, c, L);
+        blk_moe(m, c, L);
     else
         blk_ffn(m, c, L, m->hp.n_ff, ACT_SILU);
     op->add(x, w->x, w->y, tc);

@@ -4,7 +4,7 @@
 #include <string.h>
 
 static const arch_def *const archs[] = {&arch_qwen35, &arch_qwen35moe, &arch_llama, &arch_qwen2, &arch_qwen3,
-                                        &arch_gemma3};
+                                        &arch_gemma3, &arch_qwen4exp};
 
 const arch_def *arch_find(const char *name) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
@@ -12,7 +12,7 @@ const arch_def *arch_find(const char *name) {
     return NULL;
 }
 
-const char *arch_names(void) { return "qwen35, qwen35moe, llama, qwen2, qwen3, gemma3"; }
+const char *arch_names(void) { return "qwen35, qwen35moe, llama, qwen2, qwen3, gemma3, qwen4exp"; }
 
 const char *model_arch_name(enum model_arch a) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)

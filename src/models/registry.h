@@ -9,5 +9,6 @@
 extern const arch_def arch_qwen35, arch_qwen35moe; /* qwen35.c */
 extern const arch_def arch_llama, arch_qwen2, arch_qwen3; /* llama.c */
 extern const arch_def arch_gemma3; /* gemma3.c */
+extern const arch_def arch_qwen4exp; /* qwen4exp.c */
 
 #endif

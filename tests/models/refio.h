@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llm170.h"
+
 typedef struct ref_record {
     char name[64];
     uint32_t dtype; /* 0 f32, 1 i32 */
@@ -113,6 +115,28 @@ static inline float ref_row_err(const float *ours, const float *ref, int n) {
         if (fabsf(ref[i]) > den) den = fabsf(ref[i]);
     }
     return num / (den > 0 ? den : 1);
+}
+
+/* The records batch0/batch1 (.tokens, .logits): both prompts decoded as one batch of sequences 0 and 1 of c
+ * (sequence 0 is reset first; both must be empty otherwise). *worst gets the largest ref_row_err; -1 if the
+ * records are missing or the decode fails. */
+static inline int ref_batch_err(llm170_context *c, const ref_file *r, float *worst) {
+    const ref_record *bt[2] = {ref_find(r, "batch0.tokens"), ref_find(r, "batch1.tokens")};
+    const ref_record *bl[2] = {ref_find(r, "batch0.logits"), ref_find(r, "batch1.logits")};
+    *worst = 0;
+    if (!bt[0] || !bt[1] || !bl[0] || !bl[1]) return -1;
+    llm170_seq_reset(c, 0);
+    llm170_seq_batch two[2];
+    for (int q = 0; q < 2; q++)
+        two[q] = (llm170_seq_batch){.seq = q, .n_tokens = (int)bt[q]->dims[0], .tokens = bt[q]->data, .all_logits = true};
+    if (llm170_decode(c, two, 2)) return -1;
+    for (int q = 0, row = 0; q < 2; q++)
+        for (uint32_t t = 0; t < bt[q]->dims[0]; t++, row++) {
+            float e = ref_row_err(llm170_logits(c, row), (const float *)bl[q]->data + (size_t)t * r->n_vocab,
+                                  (int)r->n_vocab);
+            if (!(e <= *worst)) *worst = e;
+        }
+    return 0;
 }
 
 #endif

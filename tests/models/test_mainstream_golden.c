@@ -85,22 +85,7 @@ static void run_case(const golden_case *gc, const ref_file *r) {
     }
     /* 3. two other prompts as one batch of two sequences */
     float batch_worst = 0;
-    const ref_record *bt[2] = {ref_find(r, "batch0.tokens"), ref_find(r, "batch1.tokens")};
-    const ref_record *bl[2] = {ref_find(r, "batch0.logits"), ref_find(r, "batch1.logits")};
-    if (bt[0] && bt[1] && bl[0] && bl[1]) {
-        llm170_seq_reset(c, 0);
-        llm170_seq_batch two[2];
-        for (int q = 0; q < 2; q++)
-            two[q] = (llm170_seq_batch){.seq = q, .n_tokens = (int)bt[q]->dims[0], .tokens = bt[q]->data, .all_logits = true};
-        CHECK(llm170_decode(c, two, 2) == 0);
-        for (int q = 0, row = 0; q < 2; q++)
-            for (uint32_t t = 0; t < bt[q]->dims[0]; t++, row++) {
-                float e = ref_row_err(llm170_logits(c, row), (const float *)bl[q]->data + (size_t)t * V, V);
-                if (!(e <= batch_worst)) batch_worst = e;
-            }
-    } else {
-        CHECKF(0, "%s: batch records missing from the reference", gc->arch);
-    }
+    CHECKF(ref_batch_err(c, r, &batch_worst) == 0, "%s: batch records missing or the batch failed", gc->arch);
     printf("%-6s %-5s logits max rel err %.2e (pos %d) | decode steps %.2e | batch %.2e | greedy %s", gc->arch,
            gc->exact ? "exact" : "fast", worst, worst_at, step_worst, batch_worst,
            first_diff < 0 ? "identical" : "DIFFERS");

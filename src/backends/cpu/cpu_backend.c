@@ -350,7 +350,7 @@ void cpu_exec_destroy(exec *x) {
     if (c) {
         pool_free(c->pool);
         cbuf *bufs[] = {&c->xq, &c->rows, &c->acts, &c->panels, &c->gstart, &c->packs, &c->rowbuf,
-                        &c->xe, &c->ye, &c->erows, &c->ebulk, &c->scratch};
+                        &c->xe, &c->ye, &c->erows, &c->ebulk, &c->scratch, &c->qsa};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]->p);
         free(c->bulk), free(c->out_bulk), free(c->ones), free(c->span_of), free(c->count);
         free(c);
@@ -396,6 +396,7 @@ static exec *cpu_exec_new(backend *b, const exec_plan *plan, err *e) {
         {&c->ye, plan->moe_k ? sizeof(float) * (size_t)maxT * (size_t)ex_out : 0},
         {&c->erows, plan->moe_k ? sizeof(int32_t) * (size_t)maxT : 0},
         {&c->ebulk, plan->moe_k ? (size_t)maxT : 0},
+        {&c->qsa, sizeof(float) * (size_t)cpu_qsa_scratch(plan, nt)},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         total += want[i].n;

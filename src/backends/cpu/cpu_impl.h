@@ -42,6 +42,7 @@ typedef struct cpu_exec {
     /* expert scratch: one expert's gathered rows in and out, their row list and flags */
     cbuf xe, ye, erows, ebulk;
     cbuf scratch;          /* attention / GDN chunk scratch */
+    cbuf qsa;              /* QSA selection / sparse attention scratch (cpu_hc.c) */
 } cpu_exec;
 
 static inline cpu_exec *cpu_of(exec *x) { return x->impl; }
@@ -58,6 +59,24 @@ void cpu_matmul(exec *x, const weight *w, int expert, const float *in, float *y,
 void cpu_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
                         float *y, int T);
 void cpu_exec_destroy(exec *x);
+
+/* cpu_hc.c: the qwen4exp ops (hyper-connections, PLE, QSA) and the scratch they need (floats) */
+void cpu_rms_norm_groups(exec *x, const float *in, const weight *w, float *y, int T, int G, int D, float eps);
+void cpu_silu_scaled(exec *x, const float *in, float *y, float s, int64_t n);
+void cpu_hc_mix(exec *x, const float *xn, const float *gate, float *m, int T, int S, int D);
+void cpu_hc_add(exec *x, float *X, const float *y, const float *inj, int T, int S, int D);
+void cpu_ple_gate(exec *x, const float *key, const float *query, const float *v, float *out, int T, int S, int D);
+void cpu_conv1d_dilated_silu(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch, int K,
+                             int dil);
+void cpu_ngram_rows(exec *x, const int32_t *ids, float *hist, int32_t *rows, int T, const ngram_hash *h);
+void cpu_qsa_block_keys(exec *x, const float *raw, float *blk, int b0, int b1, int c, int D, const weight *w,
+                        float eps, const rope_params *rp);
+void cpu_qsa_select(exec *x, const float *q, const float *blk, const int32_t *qpos, int32_t *sel, int T, int Hi,
+                    int D, int c, int n_sel);
+void cpu_attention_sparse(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv,
+                          float *out, const int32_t *qpos, const int32_t *sel, int T, int Hq, int Hkv, int D,
+                          float scale, int c, int n_sel);
+int64_t cpu_qsa_scratch(const exec_plan *p, int n_threads);
 
 /* cpu_exec_ops.c: the executor's op table */
 extern const exec_ops cpu_exec_ops;

@@ -1,0 +1,256 @@
+/* cpu_hc: the CPU executor's qwen4exp ops (backend.h: hyper-connections, PLE, QSA). The per-token ops run
+ * their references (ops_ref_hc.c) on token ranges split over the pool; the n-gram hash, the dilated conv
+ * and the block keys run the references as they are (a few rows per token). QSA's selection keeps a
+ * bounded heap per query (O(nb log n_sel), not the reference's O(nb^2)); its sparse attention converts
+ * each selected cache row once per query (any cache type the dense attention takes) and runs a plain
+ * two-pass softmax per head over at most budget + c - 1 keys. Both are exact against the references up
+ * to summation order (the heap and the reference break ties the same way: the lower block wins). */
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_impl.h"
+#include "quant/quant.h"
+
+#define OP(x) ((x)->stats.n_ops++)
+
+typedef struct tok_job {
+    const float *a, *b, *c;
+    float *y;
+    const float *w;
+    int S, D;
+    float eps;
+} tok_job;
+
+static void norm_groups_range(void *ctx, int64_t t0, int64_t t1, int th) {
+    (void)th;
+    const tok_job *J = ctx;
+    const int64_t o = t0 * J->S * J->D;
+    ref_rms_norm_groups(J->a + o, J->w, J->y + o, (int)(t1 - t0), J->S, J->D, J->eps);
+}
+
+void cpu_rms_norm_groups(exec *x, const float *in, const weight *w, float *y, int T, int G, int D, float eps) {
+    OP(x);
+    tok_job J = {.a = in, .y = y, .w = w ? (const float *)w->data : NULL, .S = G, .D = D, .eps = eps};
+    pool_run(cpu_of(x)->pool, T, 4, norm_groups_range, &J);
+}
+
+void cpu_silu_scaled(exec *x, const float *in, float *y, float s, int64_t n) {
+    OP(x);
+    ref_silu_scaled(in, y, s, n);
+}
+
+static void mix_range(void *ctx, int64_t t0, int64_t t1, int th) {
+    (void)th;
+    const tok_job *J = ctx;
+    const int64_t o = t0 * J->S * J->D;
+    ref_hc_mix(J->a + o, J->b + o, J->y + t0 * J->D, (int)(t1 - t0), J->S, J->D);
+}
+
+void cpu_hc_mix(exec *x, const float *xn, const float *gate, float *m, int T, int S, int D) {
+    OP(x);
+    tok_job J = {.a = xn, .b = gate, .y = m, .S = S, .D = D};
+    pool_run(cpu_of(x)->pool, T, 4, mix_range, &J);
+}
+
+static void add_range(void *ctx, int64_t t0, int64_t t1, int th) {
+    (void)th;
+    const tok_job *J = ctx;
+    ref_hc_add(J->y + t0 * J->S * J->D, J->a + t0 * J->D, J->b + t0 * J->S, (int)(t1 - t0), J->S, J->D);
+}
+
+void cpu_hc_add(exec *x, float *X, const float *y, const float *inj, int T, int S, int D) {
+    OP(x);
+    tok_job J = {.a = y, .b = inj, .y = X, .S = S, .D = D};
+    pool_run(cpu_of(x)->pool, T, 4, add_range, &J);
+}
+
+static void gate_range(void *ctx, int64_t t0, int64_t t1, int th) {
+    (void)th;
+    const tok_job *J = ctx;
+    const int64_t o = t0 * J->S * J->D;
+    ref_ple_gate(J->a + o, J->b + o, J->c + t0 * J->D, J->y + o, (int)(t1 - t0), J->S, J->D);
+}
+
+void cpu_ple_gate(exec *x, const float *key, const float *query, const float *v, float *out, int T, int S, int D) {
+    OP(x);
+    tok_job J = {.a = key, .b = query, .c = v, .y = out, .S = S, .D = D};
+    pool_run(cpu_of(x)->pool, T, 4, gate_range, &J);
+}
+
+void cpu_conv1d_dilated_silu(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch, int K,
+                             int dil) {
+    OP(x);
+    ref_conv1d_dilated_silu(in, state, (const float *)w->data, y, T, Ch, K, dil);
+}
+
+void cpu_ngram_rows(exec *x, const int32_t *ids, float *hist, int32_t *rows, int T, const ngram_hash *h) {
+    OP(x);
+    ref_ngram_rows(ids, hist, rows, T, h);
+}
+
+void cpu_qsa_block_keys(exec *x, const float *raw, float *blk, int b0, int b1, int c, int D, const weight *w,
+                        float eps, const rope_params *rp) {
+    OP(x);
+    ref_qsa_block_keys(raw, blk, b0, b1, c, D, (const float *)w->data, eps, rp);
+}
+
+/* ---------------------------------------------------------------- QSA selection */
+
+/* a block that ranks below another: a lower score, or an equal score and a higher index */
+static bool worse(float sa, int a, float sb, int b) { return sa < sb || (sa == sb && a > b); }
+
+typedef struct sel_job {
+    const float *q, *blk;
+    const int32_t *qpos;
+    int32_t *sel;
+    int Hi, D, c, n_sel;
+    float *scratch; /* per thread: n_sel scores + n_sel ids (as floats' bits) */
+    int64_t per_thread;
+} sel_job;
+
+static void sel_range(void *ctx, int64_t t0, int64_t t1, int th) {
+    const sel_job *J = ctx;
+    float *hs = J->scratch + th * J->per_thread;
+    int32_t *hi = (int32_t *)(hs + J->n_sel);
+    for (int64_t t = t0; t < t1; t++) {
+        int32_t *st = J->sel + t * J->n_sel;
+        const int nb = (J->qpos[t] + 1) / J->c, k = J->n_sel;
+        for (int i = 0; i < k; i++) st[i] = i < nb ? i : -1;
+        if (nb <= k) continue;
+        /* min-heap of the k best so far, the worst at the root */
+        int n = 0;
+        for (int b = 0; b < nb; b++) {
+            float s = 0;
+            const float *kb = J->blk + (int64_t)b * J->D;
+            for (int h = 0; h < J->Hi; h++) {
+                const float *qh = J->q + (t * J->Hi + h) * J->D;
+                float dot = 0;
+                for (int d = 0; d < J->D; d++) dot += qh[d] * kb[d];
+                s += dot > 0 ? dot : 0;
+            }
+            int i;
+            if (n < k) {
+                i = n++;
+                for (; i > 0 && worse(s, b, hs[(i - 1) / 2], hi[(i - 1) / 2]); i = (i - 1) / 2)
+                    hs[i] = hs[(i - 1) / 2], hi[i] = hi[(i - 1) / 2];
+            } else {
+                if (!worse(hs[0], hi[0], s, b)) continue;
+                for (i = 0;;) { /* sift the new entry down from the root */
+                    int l = 2 * i + 1, m = l;
+                    if (l >= k) break;
+                    if (l + 1 < k && worse(hs[l + 1], hi[l + 1], hs[l], hi[l])) m = l + 1;
+                    if (!worse(hs[m], hi[m], s, b)) break;
+                    hs[i] = hs[m], hi[i] = hi[m], i = m;
+                }
+            }
+            hs[i] = s, hi[i] = b;
+        }
+        /* ascending block order: an insertion sort of the k ids (k is small next to nb) */
+        for (int i = 0; i < k; i++) st[i] = hi[i];
+        for (int i = 1; i < k; i++)
+            for (int j = i; j > 0 && st[j - 1] > st[j]; j--) {
+                int32_t tmp = st[j];
+                st[j] = st[j - 1], st[j - 1] = tmp;
+            }
+    }
+}
+
+void cpu_qsa_select(exec *x, const float *q, const float *blk, const int32_t *qpos, int32_t *sel, int T, int Hi,
+                    int D, int c, int n_sel) {
+    OP(x);
+    cpu_exec *ce = cpu_of(x);
+    const int nt = pool_n_threads(ce->pool);
+    const int64_t per = 2LL * n_sel + 16;
+    float *sc = cbuf_get(x, &ce->qsa, sizeof(float) * (size_t)(per * nt), "QSA selection scratch");
+    if (!sc) return;
+    sel_job J = {q, blk, qpos, sel, Hi, D, c, n_sel, sc, per};
+    pool_run(ce->pool, T, 1, sel_range, &J);
+}
+
+/* ---------------------------------------------------------------- sparse attention */
+
+typedef struct sp_job {
+    const float *q;
+    const char *k, *v;
+    enum qtype tk, tv;
+    size_t krow, vrow;
+    float *out;
+    const int32_t *qpos, *sel;
+    int Hq, Hkv, D, c, n_sel, n_keys;
+    float scale;
+    float *scratch;
+    int64_t per_thread;
+} sp_job;
+
+/* cache row r of a [S][Hkv*D] cache of type t as floats (F32 in place) */
+static const float *cache_row(const char *base, enum qtype t, size_t rb, int r, int W, float *buf) {
+    const char *p = base + (size_t)r * rb;
+    if (t == QT_F32) return (const float *)p;
+    quant_ops_get(t, QUANT_ISA_SCALAR)->to_float(p, buf, W);
+    return buf;
+}
+
+static void sp_range(void *ctx, int64_t t0, int64_t t1, int th) {
+    const sp_job *J = ctx;
+    const int W = J->Hkv * J->D, g = J->Hq / J->Hkv, nk = J->n_keys;
+    float *sc = J->scratch + th * J->per_thread; /* [Hq][n_keys] */
+    float *row = sc + (int64_t)J->Hq * nk;        /* one converted cache row */
+    int32_t *rows = (int32_t *)(row + W);         /* [n_keys] the key rows */
+    for (int64_t t = t0; t < t1; t++) {
+        const int p = J->qpos[t], nb = (p + 1) / J->c;
+        const int32_t *st = J->sel + t * J->n_sel;
+        int n = 0;
+        for (int i = 0; i < J->n_sel; i++)
+            if (st[i] >= 0)
+                for (int r = st[i] * J->c; r < (st[i] + 1) * J->c; r++) rows[n++] = r;
+        for (int r = nb * J->c; r <= p; r++) rows[n++] = r;
+        const float *qt = J->q + t * J->Hq * J->D;
+        for (int j = 0; j < n; j++) {
+            const float *kr = cache_row(J->k, J->tk, J->krow, rows[j], W, row);
+            for (int h = 0; h < J->Hq; h++) {
+                const float *qh = qt + (int64_t)h * J->D, *kh = kr + (int64_t)(h / g) * J->D;
+                float dot = 0;
+                for (int d = 0; d < J->D; d++) dot += qh[d] * kh[d];
+                sc[(int64_t)h * nk + j] = dot * J->scale;
+            }
+        }
+        for (int h = 0; h < J->Hq; h++) {
+            float *s = sc + (int64_t)h * nk, mx = -INFINITY, sum = 0;
+            for (int j = 0; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+            for (int j = 0; j < n; j++) sum += (s[j] = expf(s[j] - mx));
+            for (int j = 0; j < n; j++) s[j] /= sum;
+        }
+        float *ot = J->out + t * J->Hq * J->D;
+        memset(ot, 0, sizeof(float) * (size_t)J->Hq * J->D);
+        for (int j = 0; j < n; j++) {
+            const float *vr = cache_row(J->v, J->tv, J->vrow, rows[j], W, row);
+            for (int h = 0; h < J->Hq; h++) {
+                const float pw = sc[(int64_t)h * nk + j], *vh = vr + (int64_t)(h / g) * J->D;
+                float *oh = ot + (int64_t)h * J->D;
+                for (int d = 0; d < J->D; d++) oh[d] += pw * vh[d];
+            }
+        }
+    }
+}
+
+void cpu_attention_sparse(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv,
+                          float *out, const int32_t *qpos, const int32_t *sel, int T, int Hq, int Hkv, int D,
+                          float scale, int c, int n_sel) {
+    OP(x);
+    cpu_exec *ce = cpu_of(x);
+    const int nt = pool_n_threads(ce->pool), nk = n_sel * c + c;
+    const int64_t per = (int64_t)Hq * nk + (int64_t)Hkv * D + nk + 16;
+    float *sc = cbuf_get(x, &ce->qsa, sizeof(float) * (size_t)(per * nt), "sparse attention scratch");
+    if (!sc) return;
+    const int64_t W = (int64_t)Hkv * D;
+    sp_job J = {q, k, v, tk, tv, qtype_row_bytes(tk, W), qtype_row_bytes(tv, W), out, qpos, sel, Hq, Hkv, D, c,
+                n_sel, nk, scale, sc, per};
+    pool_run(ce->pool, T, 1, sp_range, &J);
+}
+
+/* The scratch the ops above need for a plan (floats). */
+int64_t cpu_qsa_scratch(const exec_plan *p, int n_threads) {
+    if (!p->qsa_keys) return 0;
+    const int64_t nk = p->qsa_keys + 1;
+    return (int64_t)n_threads * ((int64_t)p->qsa_heads * nk + (int64_t)p->qsa_heads * p->attn_d + 2 * nk + 32);
+}
