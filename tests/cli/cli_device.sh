@@ -27,7 +27,7 @@ for cmd in bench infer perplexity run serve; do
   run "$cmd" --device cuda:7 > "$dir/out" 2> "$dir/err"
   rc=$?
   [ $rc -ne 0 ] && ok || bad "$cmd --device cuda:7 exited 0"
-  grep -q "cuda:7" "$dir/err" && grep -q "this build has cpu" "$dir/err" && ok \
+  grep -q "cuda:7" "$dir/err" && grep -qE "this build has cpu|devices: cpu" "$dir/err" && ok \
     || bad "$cmd: the error should name the device and list the build's: $(tail -2 "$dir/err")"
 done
 echo "cli_device: $pass passed, $fail failed"
