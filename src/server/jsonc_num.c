@@ -174,7 +174,7 @@ static int num_text(const jc_num *q, bool neg, int64_t u, int nfrac, char *out, 
     int64_t sc = unit_scale(q);
     int n = snprintf(out, cap, "%s%lld", neg ? "-" : "", (long long)(u / sc));
     if (nfrac > 0) { /* the first nfrac of the JC_NUM_FRAC fraction digits */
-        char frac[8];
+        char frac[24]; /* 6 digits: u % sc < 1e6 */
         snprintf(frac, sizeof frac, "%06lld", (long long)(u % sc));
         n += snprintf(out + n, cap - (size_t)n, ".%.*s", nfrac & 7, frac);
     }
