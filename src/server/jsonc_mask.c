@@ -124,14 +124,6 @@ void srv_jc_vocab_free(srv_jc_vocab *v) {
     free(v);
 }
 
-/* States are copied a byte at a time: only the frames in use. */
-static void copy_state(srv_jc_state *dst, const srv_jc_state *src) {
-    dst->s = src->s;
-    dst->depth = src->depth;
-    dst->ws = src->ws;
-    memcpy(dst->f, src->f, sizeof src->f[0] * (size_t)src->depth);
-}
-
 /* The budget rule: a token is allowed only if, after it, the shortest completion of the value still fits
  * in the tokens left (each byte of a completion is at worst one token: byte-level vocabularies have every
  * byte). Checked per token only when the budget is near (computing a completion costs a walk of the stack);
@@ -151,16 +143,21 @@ static bool near_budget(const srv_jc_state *st, int budget) {
 bool srv_jc_token_ok(const srv_jc_state *st, const srv_jc_vocab *v, int budget, int32_t id) {
     if (id < 0 || id >= v->n_vocab || v->len[id] == 0) return false;
     srv_jc_state tmp;
-    copy_state(&tmp, st);
+    srv_jc_copy(&tmp, st);
     if (!srv_jc_feed(&tmp, v->blob + v->off[id], v->len[id])) return false;
     return !near_budget(st, budget) || fits(&tmp, budget - 1);
 }
 
-/* Whether after (a token's end state) is still inside the same plain string as st, with every frame below
- * it unchanged: then its shortest completion is st's (the common case, tokens of text in a string). */
+/* Whether after (a token's end state) is still inside the same plain string as st on every stack, with
+ * every frame below it unchanged: then its shortest completion is st's (the common case, tokens of text
+ * in a string). */
 static bool same_string(const srv_jc_state *st, const srv_jc_state *after) {
-    return after->depth == st->depth && srv_jc_plain_string(after) &&
-           !memcmp(st->f, after->f, sizeof st->f[0] * (size_t)(st->depth - 1));
+    if (after->n != st->n || !srv_jc_plain_string(after)) return false;
+    for (int i = 0; i < st->n; i++) {
+        const jc_stack *a = &st->a[i], *b = &after->a[i];
+        if (a->depth != b->depth || memcmp(a->f, b->f, sizeof a->f[0] * (size_t)(a->depth - 1))) return false;
+    }
+    return true;
 }
 
 int srv_jc_mask(const srv_jc_state *st, const srv_jc_vocab *v, int budget, uint8_t *allowed) {
@@ -171,7 +168,7 @@ int srv_jc_mask(const srv_jc_state *st, const srv_jc_vocab *v, int budget, uint8
     bool string_fits = in_string && (int)srv_jc_completion(st, comp0, sizeof comp0) <= budget - 1;
     srv_jc_state *states = malloc(sizeof *states * (JC_MAX_TOKEN + 1));
     if (!states) return 0;
-    copy_state(&states[0], st);
+    srv_jc_copy(&states[0], st);
     int count = 0;
     int valid = 0;         /* states[0..valid] hold the previous text's prefix */
     int refused = 1 << 30; /* the previous text's prefix up to this byte was refused */
@@ -191,7 +188,7 @@ int srv_jc_mask(const srv_jc_state *st, const srv_jc_vocab *v, int budget, uint8
         int d = lcp < valid ? lcp : valid;
         refused = 1 << 30;
         for (; d < len; d++) {
-            copy_state(&states[d + 1], &states[d]);
+            srv_jc_copy(&states[d + 1], &states[d]);
             if (!srv_jc_feed(&states[d + 1], t + d, 1)) {
                 refused = d;
                 break;

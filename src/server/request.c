@@ -161,9 +161,14 @@ fail:
 }
 
 /* response_format (OpenAI: {"type": "text" | "json_object" | "json_schema", "json_schema": {"name",
- * "schema", "strict"}}) and llama-server's "json_schema" (a schema, top level): compiled into p->schema. */
+ * "schema", "strict"}}) and llama-server's "json_schema" (a schema, top level): compiled into p->schema.
+ * llama-server's "grammar" (GBNF) is a 400. */
 static int parse_response_format(const json_t *o, srv_params *p, srv_err *e) {
     const json_t *rf = json_object_get(o, "response_format"), *js = json_object_get(o, "json_schema");
+    const json_t *gbnf = json_object_get(o, "grammar");
+    if (gbnf && !json_is_null(gbnf)) /* refused, not dropped: it would change what the reply may be */
+        return srv_fail(e, 400, "grammar", "'grammar' (llama.cpp's GBNF) is not supported; constrain the reply with "
+                        "'json_schema' or response_format json_schema instead");
     if (js && !json_is_null(js)) {
         if (!json_is_object(js)) return srv_fail(e, 400, "json_schema", "'json_schema' must be a schema object");
         return srv_jc_compile(js, &p->schema, e);

@@ -80,6 +80,19 @@ static int calls_from_text(const char *s, size_t n, const srv_tool_names *names,
     return rc;
 }
 
+/* The closing tag that ends a call whose JSON begins at body: the first "</tool_call>" before which the
+ * text is one whole JSON object (a model may write the tag inside the call's strings too: a random model
+ * under constrained decoding did). NULL if none is. */
+static const char *call_close(const char *body, const char *end) {
+    for (const char *cl = find(body, (size_t)(end - body), CLOSE); cl; cl = find(cl + 1, (size_t)(end - cl - 1), CLOSE)) {
+        json_t *v = json_loadb(body, (size_t)(cl - body), JSON_ALLOW_NUL, NULL);
+        bool whole = json_is_object(v);
+        json_decref(v);
+        if (whole) return cl;
+    }
+    return NULL;
+}
+
 /* The whole reply as a bare JSON call (or array), <|python_tag|> allowed first. */
 static int bare_calls(const char *s, size_t n, const srv_tool_names *names, srv_tool_call **calls, int *n_calls) {
     while (n && (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t')) s++, n--;
@@ -127,7 +140,8 @@ int srv_tools_parse(const char *text, size_t len, const srv_tool_names *names, c
     while (p < end) {
         const char *o = find(p, (size_t)(end - p), OPEN);
         if (!o) break;
-        const char *body = o + sizeof OPEN - 1, *cl = find(body, (size_t)(end - body), CLOSE);
+        const char *body = o + sizeof OPEN - 1, *cl = call_close(body, end);
+        if (!cl) cl = find(body, (size_t)(end - body), CLOSE);
         const char *bend = cl ? cl : end;
         if (calls_from_text(body, (size_t)(bend - body), names, false, calls, n_calls)) break;
         if (!(*n_calls > 1 && blank(p, (size_t)(o - p)))) memcpy(c + clen, p, (size_t)(o - p)), clen += (size_t)(o - p);
@@ -239,8 +253,8 @@ void srv_tool_stream_push(srv_tool_stream *ts, const char *text, size_t len, boo
             ts->state = S_CALL;
         }
         /* S_CALL: the buffer starts with <tool_call> */
-        const char *body = ts->buf + sizeof OPEN - 1, *cl = find(body, ts->len - (sizeof OPEN - 1), CLOSE);
-        if (!cl && !final) return;
+        const char *body = ts->buf + sizeof OPEN - 1, *cl = call_close(body, ts->buf + ts->len);
+        if (!cl && !final) return; /* the call (and its closing tag) may still be arriving */
         const char *bend = cl ? cl : ts->buf + ts->len;
         srv_tool_call *calls = NULL;
         int n = 0;

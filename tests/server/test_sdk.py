@@ -291,6 +291,7 @@ def test_bad_requests():
         (C, {**ok, "messages": msgs("word " * N_CTX)}, 400), (C, {**ok, "n": 2}, 400),
         ("/v1/completions", {"model": MODEL}, 400), ("/v1/completions", {"prompt": [1, 10 ** 9]}, 400),
         ("/v1/completions", {"prompt": ""}, 400) if False else ("/v1/completions", {"prompt": 5}, 400),
+        ("/v1/completions", {"prompt": "x", "grammar": "root ::= \"yes\""}, 400),
         ("/tokenize", {"content": 5}, 400), ("/detokenize", {"tokens": ["a"]}, 400),
     ]
     for path, body, status in table:

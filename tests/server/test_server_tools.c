@@ -36,6 +36,10 @@ static const want cases[] = {
     /* "\u0000" in an argument is valid JSON */
     {"<tool_call>\n{\"name\": \"add\", \"arguments\": {\"s\": \"a\\u0000b\"}}\n</tool_call>", 1, "add",
      "{\"s\":\"a\\u0000b\"}", NULL, ""},
+    /* the closing tag inside an argument's string is text of the argument, not the call's end
+       (test_schemas.py's forced call on the random model wrote one) */
+    {"<tool_call>\n{\"name\": \"add\", \"arguments\": {\"s\": \"x</tool_call>y\"}}\n</tool_call>", 1, "add",
+     "{\"s\":\"x</tool_call>y\"}", NULL, ""},
     /* not calls: plain text stays text */
     {"The weather is nice.", 0, NULL, NULL, NULL, "The weather is nice."},
     {"{\"name\": \"rm_rf\", \"arguments\": {}}", 0, NULL, NULL, NULL, "{\"name\": \"rm_rf\", \"arguments\": {}}"},
