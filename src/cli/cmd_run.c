@@ -507,13 +507,15 @@ static int read_line(char **line, size_t *cap) {
 static void usage(void) {
     fprintf(stderr,
             "usage: llm170 run --model M [--prompt TEXT] [--system TEXT] [--ctx-size N] [--threads N] [--device D]\n"
+            "         [--cache-type-k T] [--cache-type-v T]\n"
             "         [--n-predict N] [--template chatml|llama3|gemma|raw|FILE.jinja] [--verbose] [--no-reuse]\n"
             "         [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty X]\n"
             "         [--presence-penalty X] [--frequency-penalty X] [--repeat-last-n N] [--seed N]\n"
             "         %s\n"
             "       llm170 run --list\n"
             "  M: a .gguf file or a short name (qwen2.5-coder-0.5b, ...; --list shows them), fetched on first use\n"
-            "  sampling defaults (llama.cpp's): --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05; --temp 0 is greedy\n",
+            "  sampling defaults (llama.cpp's): --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05; --temp 0 is greedy\n"
+            "  --cache-type-k/-v (-ctk/-ctv): f32, f16, bf16 or q8_0 (default: the device's, f32 on the CPU)\n",
             spec_cli_usage());
 }
 
@@ -529,7 +531,7 @@ static void reset_conversation(chat *c) {
 int cmd_run(int argc, char **argv) {
     const char *model_arg = NULL, *prompt = NULL, *system_text = NULL, *tmpl = NULL;
     char *path = NULL;
-    int rc = 1, n_ctx = 0;
+    int rc = 1, n_ctx = 0, ctk = 0, ctv = 0;
     bool seeded = false;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
@@ -569,6 +571,8 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int("run", a, v, 1, 1024, &mp.n_threads);
         else if (!strcmp(a, "--device")) mp.device = v;
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int("run", a, v, 16, 1 << 24, &n_ctx);
+        else if (args_cache_flags("run", a, v, &ctk, &ctv, &ok)) {
+        }
         else if (!strcmp(a, "--temp")) ok = args_float("run", a, v, 0, 100, &c.sp.temperature);
         else if (!strcmp(a, "--top-k")) ok = args_int("run", a, v, 0, 1 << 24, &c.sp.top_k);
         else if (!strcmp(a, "--top-p")) ok = args_float("run", a, v, 1e-9, 1, &c.sp.top_p);
@@ -653,7 +657,7 @@ int cmd_run(int argc, char **argv) {
 
     int train = llm170_model_n_ctx_train(c.model);
     c.n_ctx = n_ctx ? n_ctx : (train > 0 && train < 4096 ? train : 4096);
-    llm170_context_params cp = {.n_seq = 1, .n_ctx = c.n_ctx, .n_batch = 512};
+    llm170_context_params cp = {.n_seq = 1, .n_ctx = c.n_ctx, .n_batch = 512, .cache_type_k = ctk, .cache_type_v = ctv};
     c.cached = malloc((size_t)c.n_ctx * sizeof *c.cached);
     c.gen = malloc((size_t)c.n_ctx * sizeof *c.gen);
     if (!c.cached || !c.gen || llm170_context_new(c.model, &cp, &c.ctx)) {

@@ -13,14 +13,15 @@ static void usage(void) {
             "usage: llm170 serve --model M [--host 127.0.0.1] [--port 8080] [--ctx-size N] [--parallel N]\n"
             "                    [--api-key K] [--device cpu] [--threads N] [--batch-size N] [--queue N]\n"
             "                    [--alias NAME] [--max-body BYTES] [--chat-template NAME|TEXT] [--timeout S]\n"
-            "                    [--max-connections N] [--strict-model]\n"
+            "                    [--max-connections N] [--strict-model] [--cache-type-k T] [--cache-type-v T]\n"
             "  --ctx-size is per slot (tokens a request's prompt and answer share); --parallel is the number of\n"
             "  slots decoded together; --batch-size the tokens per batched step; --queue the requests that may\n"
             "  wait for a slot before the server answers 429. --port 0 picks a free port (printed on stderr).\n"
             "  --chat-template: a built-in (chatml, llama3, gemma) or a Jinja text, instead of the file's own.\n"
             "  --timeout: seconds within which a request's headers, then its body, must arrive; idle kept-alive\n"
             "  connections close after it (default 30). --max-connections: connections at once (default 256).\n"
-            "  --strict-model: answer 404 to a 'model' other than the served one (default: any name is taken).\n");
+            "  --strict-model: answer 404 to a 'model' other than the served one (default: any name is taken).\n"
+            "  --cache-type-k/-v (-ctk/-ctv): f32, f16, bf16 or q8_0 (default: the device's, f32 on the CPU).\n");
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -51,6 +52,8 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--queue")) ok = args_int(cmd, a, v, 1, 1 << 16, &c.queue_cap);
         else if (!strcmp(a, "--timeout") || !strcmp(a, "-to")) ok = args_int(cmd, a, v, 1, 86400, &c.timeout_s);
         else if (!strcmp(a, "--max-connections")) ok = args_int(cmd, a, v, 1, 4096, &c.max_conns);
+        else if (args_cache_flags(cmd, a, v, &c.cache_type_k, &c.cache_type_v, &ok)) {
+        }
         else if (!strcmp(a, "--max-body")) {
             ok = args_int(cmd, a, v, 1024, 1 << 30, &max_body_mb);
             c.max_body = (size_t)max_body_mb;

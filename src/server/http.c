@@ -371,7 +371,8 @@ int srv_serve(const srv_config *cfg) {
             port, cfg->model_path);
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = cfg->n_threads;
-    llm170_context_params cp = {.n_seq = cfg->n_slots, .n_ctx = cfg->n_ctx, .n_batch = cfg->n_batch};
+    llm170_context_params cp = {.n_seq = cfg->n_slots, .n_ctx = cfg->n_ctx, .n_batch = cfg->n_batch,
+                                .cache_type_k = cfg->cache_type_k, .cache_type_v = cfg->cache_type_v};
     srv_sched_params sp = {cfg->n_slots, cfg->n_ctx, cfg->n_batch, cfg->queue_cap};
     if (check_memory(cfg->model_path)) goto out;
     if (llm170_model_load(cfg->model_path, &mp, &s->m) || llm170_context_new(s->m, &cp, &s->ctx)) {

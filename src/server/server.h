@@ -23,6 +23,7 @@ typedef struct srv_config {
     int timeout_s;          /* a request's headers, and then its body, must arrive within this; idle
                                kept-alive connections are closed after it */
     int max_conns;          /* connections served at once (and connections in their header prelude) */
+    int cache_type_k, cache_type_v; /* enum llm170_cache_type (-ctk / -ctv); 0: the device's default */
     bool strict_model;      /* refuse (404) a 'model' other than the served one; else any name is taken */
 } srv_config;
 
