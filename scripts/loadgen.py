@@ -2,14 +2,17 @@
 """Load generator for OpenAI-compatible servers (llm170 serve, llama-server, vLLM, ...).
 
 usage: scripts/loadgen.py http://127.0.0.1:8080 [--clients 1,4,8,16] [--prompt-tokens 256] [--gen 64]
-                          [--requests-per-client 2] [--model NAME] [--api-key K] [--markdown LABEL]
+                          [--requests-per-client 2] [--temperature T] [--model NAME] [--api-key K]
+                          [--markdown LABEL]
 
 For each concurrency C, C client threads each send --requests-per-client streaming /v1/completions
 requests back to back (a closed loop). Every prompt is distinct from its first token on (a request number
 leads it), so no server can reuse another request's prompt cache; its length is calibrated to
 --prompt-tokens with the server's /tokenize when it has one (llama-server and llm170 do). Generation is
-forced to --gen tokens (ignore_eos, greedy). Reported per C:
-  throughput  generated tokens / wall time of the whole round (all clients)
+forced to --gen tokens (ignore_eos); greedy, or with --temperature T sampled with llama.cpp's default
+filters sent explicitly (top_k 40, top_p 0.95, min_p 0.05) and a seed per request, so every server samples
+alike. Reported per C:
+  throughput  generated tokens / wall time of the whole round (all clients); requests/s likewise
   TTFT        request sent -> first content chunk, p50 / p99 over requests
   ITL         gap between consecutive content chunks, p50 / p99 over all gaps
 Standard library only, so it runs wherever Python does."""
@@ -93,13 +96,21 @@ def make_prompt(client, i, target):
     return text(lo)
 
 
-def run_level(client, model, conc, per_client, prompts, gen):
+def sampling(temperature, seed):
+    """The request fields that set sampling (greedy at temperature 0)."""
+    if temperature == 0:
+        return {"temperature": 0}
+    return {"temperature": temperature, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "seed": seed}
+
+
+def run_level(client, model, conc, per_client, prompts, gen, temperature=0.0):
     results, errors, lock = [], [], threading.Lock()
 
     def worker(w):
         for k in range(per_client):
-            body = {"prompt": prompts[(w * per_client + k) % len(prompts)], "max_tokens": gen, "temperature": 0,
-                    "stream": True, "ignore_eos": True, "stream_options": {"include_usage": True}}
+            i = (w * per_client + k) % len(prompts)
+            body = {"prompt": prompts[i], "max_tokens": gen, "stream": True, "ignore_eos": True,
+                    "stream_options": {"include_usage": True}, **sampling(temperature, 1000 + i)}
             if model:
                 body["model"] = model
             try:
@@ -121,7 +132,8 @@ def run_level(client, model, conc, per_client, prompts, gen):
     ttft = [ts[0] for ts, _ in results if ts]
     itl = [b - a for ts, _ in results for a, b in zip(ts, ts[1:])]
     return {"clients": conc, "requests": len(results), "errors": len(errors), "wall_s": wall,
-            "gen_tokens": gen_tokens, "tok_s": gen_tokens / wall, "ttft_p50": percentile(ttft, 50),
+            "gen_tokens": gen_tokens, "tok_s": gen_tokens / wall, "req_s": len(results) / wall,
+            "ttft_p50": percentile(ttft, 50),
             "ttft_p99": percentile(ttft, 99), "itl_p50": percentile(itl, 50), "itl_p99": percentile(itl, 99),
             "first_error": errors[0] if errors else ""}
 
@@ -133,6 +145,7 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=256)
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--requests-per-client", type=int, default=2)
+    ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--model", default=None)
     ap.add_argument("--api-key", default=None)
     ap.add_argument("--markdown", default=None, help="also print markdown table rows labelled with this")
@@ -142,17 +155,19 @@ def main():
     n_prompts = max(levels) * a.requests_per_client
     prompts = [make_prompt(client, i, a.prompt_tokens) for i in range(n_prompts)]
     lens = [client.n_tokens(p) for p in prompts[:4]]
-    print(f"# {a.url}: prompts of {lens} tokens (first 4), {a.gen} generated, {a.requests_per_client} requests per client")
+    print(f"# {a.url}: prompts of {lens} tokens (first 4), {a.gen} generated, {a.requests_per_client} requests per client, "
+          f"temperature {a.temperature}")
     # one short request first so that page-ins and thread start-up do not land in the first level
     client.stream({"prompt": "warm up", "max_tokens": 4, "temperature": 0, "stream": True, **({"model": a.model} if a.model else {})})
     rows = []
     for c in levels:
-        r = run_level(client, a.model, c, a.requests_per_client, prompts[: c * a.requests_per_client], a.gen)
+        r = run_level(client, a.model, c, a.requests_per_client, prompts[: c * a.requests_per_client], a.gen,
+                      a.temperature)
         rows.append(r)
         print(json.dumps(r), flush=True)
     if a.markdown:
         for r in rows:
-            print(f"| {a.markdown} | {r['clients']} | {r['tok_s']:.1f} | {1000 * r['ttft_p50']:.0f} | "
+            print(f"| {a.markdown} | {r['clients']} | {r['req_s']:.3f} | {r['tok_s']:.1f} | {1000 * r['ttft_p50']:.0f} | "
                   f"{1000 * r['ttft_p99']:.0f} | {1000 * r['itl_p50']:.1f} | {1000 * r['itl_p99']:.1f} | "
                   f"{r['requests']}{'' if not r['errors'] else ' (' + str(r['errors']) + ' failed)'} |")
 

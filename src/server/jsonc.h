@@ -17,7 +17,8 @@
  *   - patterns (jsonc_regex.c): an ECMA-262 regex subset compiled to a DFA over the string's decoded
  *     bytes; "format" (date, time, date-time, duration, email, hostname, ipv4, ipv6, uuid) is a built-in
  *     pattern of values every checker accepts. Generation may use fewer strings than the pattern allows
- *     (., \S and negated classes stand for printable ASCII only), never more.
+ *     (., \S and negated classes stand for printable ASCII only; no \u escapes inside such a string),
+ *     never more.
  *   - the automaton (jsonc.c, jsonc_num.c): a pushdown recognizer fed one byte at a time. A state holds up
  *     to JC_MAX_ALTS stacks, one per alternative still alive (anyOf forks one per alternative at the
  *     value's first byte; a stack that refuses a byte dies). Bounded where a model could run away: at
