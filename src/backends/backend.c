@@ -2,6 +2,7 @@
 #include "backends/backend.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,4 +71,65 @@ backend *backend_open(const char *device, int n_threads, bool exact, err *e) {
     else
         err_set(e, ERR_UNSUPPORTED, "device '%s' is not available: this build has %s", device, backend_devices());
     return NULL;
+}
+
+int pass_rows_init(pass_rows *p, const exec_plan *plan, int min_bulk) {
+    *p = (pass_rows){.max_tokens = plan->max_tokens, .min_bulk = min_bulk};
+    p->R = plan->max_tokens > plan->max_out ? plan->max_tokens : plan->max_out;
+    const size_t R = (size_t)(p->R > 0 ? p->R : 1);
+    p->bulk = malloc(R), p->out_bulk = malloc(R), p->ones = malloc(R);
+    p->span_of = malloc(sizeof(int32_t) * R);
+    if (!p->bulk || !p->out_bulk || !p->ones || !p->span_of) {
+        pass_rows_free(p);
+        return ERR_NOMEM;
+    }
+    memset(p->ones, 1, R);
+    return 0;
+}
+
+void pass_rows_free(pass_rows *p) {
+    free(p->bulk), free(p->out_bulk), free(p->ones), free(p->span_of);
+    p->bulk = p->out_bulk = p->ones = NULL, p->span_of = NULL;
+}
+
+void pass_rows_begin(exec *x, pass_rows *p, const pass_span *spans, int n_spans) {
+    int T = 0, n_out = 0;
+    for (int s = 0; s < n_spans; s++) T += spans[s].n, n_out += spans[s].n_out;
+    p->T = p->n_spans = p->n_out = 0;
+    if (T > p->max_tokens || n_out > T) {
+        exec_fail(x, ERR_RANGE, "a pass of %d tokens (%d output rows): the context was planned for %d", T, n_out,
+                  p->max_tokens);
+        return;
+    }
+    for (int s = 0, t = 0, o = 0; s < n_spans; s++) {
+        const uint8_t f = spans[s].n >= p->min_bulk;
+        for (int i = 0; i < spans[s].n; i++, t++) p->bulk[t] = f, p->span_of[t] = s;
+        for (int i = 0; i < spans[s].n_out; i++) p->out_bulk[o++] = f && spans[s].n_out == spans[s].n;
+    }
+    p->T = T, p->n_spans = n_spans, p->n_out = n_out;
+}
+
+bool pass_rows_family(exec *x, const pass_rows *p, const char *name, int T, mm_rows rows, const uint8_t **fam) {
+    *fam = NULL;
+    if (rows.kind == MM_PASS) {
+        if (T != p->T) {
+            exec_fail(x, ERR_ARG, "matmul '%s' over %d pass rows; the pass has %d", name, T, p->T);
+            return false;
+        }
+        *fam = p->bulk;
+    } else if (rows.kind == MM_OUT) {
+        if (rows.first < 0 || rows.first + T > p->n_out) {
+            exec_fail(x, ERR_ARG, "matmul '%s' over output rows %d..%d; the pass has %d", name, rows.first,
+                      rows.first + T, p->n_out);
+            return false;
+        }
+        *fam = p->out_bulk + rows.first;
+    } else if (rows.kind == MM_RUN) {
+        if (T > p->R) {
+            exec_fail(x, ERR_ARG, "matmul '%s' over %d rows; the plan has %d", name, T, p->R);
+            return false;
+        }
+        *fam = p->ones;
+    }
+    return true;
 }

@@ -227,6 +227,27 @@ int exec_fail(exec *x, int code, const char *fmt, ...) __attribute__((format(pri
 /* 0, or the recorded failure copied to e (then cleared). */
 int exec_status(exec *x, err *e);
 
+/* The batch structure of a pass as an executor keeps it from begin_pass, and the kernel family of each
+ * matmul row: 1 where the row belongs to a span of at least `min_bulk` tokens of one sequence (the
+ * backend's matrix-product kernel), 0 otherwise (its row-by-row kernel). Shared by the backends; each
+ * states only its min_bulk. The family depends on the row's own span, so a sequence's results never
+ * depend on what else shares its batch. */
+typedef struct pass_rows {
+    int R;             /* most rows of one matmul call (max of the plan's max_tokens and max_out) */
+    int max_tokens, min_bulk;
+    int T, n_spans, n_out; /* the current pass */
+    uint8_t *bulk, *out_bulk, *ones; /* [R] per token row, per output row; ones: all 1 (MM_RUN) */
+    int32_t *span_of;  /* [R]: the span of each token row */
+} pass_rows;
+/* Sizes p for plan; 0, or ERR_NOMEM. */
+int pass_rows_init(pass_rows *p, const exec_plan *plan, int min_bulk);
+void pass_rows_free(pass_rows *p);
+/* begin_pass's shared part: the spans into p (a pass larger than the plan records a failure in x). */
+void pass_rows_begin(exec *x, pass_rows *p, const pass_span *spans, int n_spans);
+/* The family flags of a matmul of T rows named by rows (NULL for MM_ROWWISE: all row-by-row); false, with a
+ * failure recorded in x, where the rows are not the pass's. */
+bool pass_rows_family(exec *x, const pass_rows *p, const char *name, int T, mm_rows rows, const uint8_t **fam);
+
 /* Whether attention / store_rows take caches of type t on this device (and, for a block type, rows of
  * width D: whole blocks). */
 bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D);

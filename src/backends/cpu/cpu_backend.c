@@ -233,48 +233,14 @@ void *cbuf_get(exec *x, cbuf *b, size_t need, const char *what) {
 /* ---------------------------------------------------------------- the pass and the matmul ops */
 
 void cpu_begin_pass(exec *x, const pass_span *spans, int n_spans) {
-    cpu_exec *c = cpu_of(x);
     x->stats.n_ops++;
-    int T = 0, n_out = 0;
-    for (int s = 0; s < n_spans; s++) T += spans[s].n, n_out += spans[s].n_out;
-    c->T = c->n_spans = c->n_out = 0;
-    if (T > c->plan.max_tokens || n_out > T) {
-        exec_fail(x, ERR_RANGE, "a pass of %d tokens (%d output rows): the context was planned for %d", T, n_out,
-                  c->plan.max_tokens);
-        return;
-    }
-    for (int s = 0, t = 0, o = 0; s < n_spans; s++) {
-        const uint8_t f = spans[s].n >= BULK_MIN_ROWS;
-        for (int i = 0; i < spans[s].n; i++, t++) c->bulk[t] = f, c->span_of[t] = s;
-        for (int i = 0; i < spans[s].n_out; i++) c->out_bulk[o++] = f && spans[s].n_out == spans[s].n;
-    }
-    c->T = T, c->n_spans = n_spans, c->n_out = n_out;
+    pass_rows_begin(x, &cpu_of(x)->pr, spans, n_spans);
 }
 
 void cpu_matmul(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows) {
-    cpu_exec *c = cpu_of(x);
     x->stats.n_ops++;
-    const uint8_t *bulk = NULL;
-    if (rows.kind == MM_PASS) {
-        if (T != c->T) {
-            exec_fail(x, ERR_ARG, "matmul '%s' over %d pass rows; the pass has %d", w->name, T, c->T);
-            return;
-        }
-        bulk = c->bulk;
-    } else if (rows.kind == MM_OUT) {
-        if (rows.first < 0 || rows.first + T > c->n_out) {
-            exec_fail(x, ERR_ARG, "matmul '%s' over output rows %d..%d; the pass has %d", w->name, rows.first,
-                      rows.first + T, c->n_out);
-            return;
-        }
-        bulk = c->out_bulk + rows.first;
-    } else if (rows.kind == MM_RUN) {
-        if (T > c->R) {
-            exec_fail(x, ERR_ARG, "matmul '%s' over %d rows; the plan has %d", w->name, T, c->R);
-            return;
-        }
-        bulk = c->ones;
-    }
+    const uint8_t *bulk;
+    if (!pass_rows_family(x, &cpu_of(x)->pr, w->name, T, rows, &bulk)) return;
     cpu_mm(x, w, expert, in, y, T, bulk);
 }
 
@@ -286,8 +252,8 @@ void cpu_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, con
     cpu_exec *c = cpu_of(x);
     x->stats.n_ops++;
     if (x->status) return;
-    if (T != c->T) {
-        exec_fail(x, ERR_ARG, "matmul_experts '%s' over %d rows; the pass has %d", w->name, T, c->T);
+    if (T != c->pr.T) {
+        exec_fail(x, ERR_ARG, "matmul_experts '%s' over %d rows; the pass has %d", w->name, T, c->pr.T);
         return;
     }
     const int64_t n_in = w->ne[0], n_outc = w->ne[1];
@@ -303,12 +269,12 @@ void cpu_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, con
             for (int j = 0; j < K; j++)
                 if (sel[t * K + j] == ex) rows[n++] = t * K + j; /* an expert appears once per token */
         if (!n) continue;
-        memset(c->count, 0, sizeof(int32_t) * (size_t)c->n_spans);
-        for (int r = 0; r < n; r++) c->count[c->span_of[rows[r] / K]]++;
+        memset(c->count, 0, sizeof(int32_t) * (size_t)c->pr.n_spans);
+        for (int r = 0; r < n; r++) c->count[c->pr.span_of[rows[r] / K]]++;
         for (int r = 0; r < n; r++) {
             const int64_t src = in_per_slot ? rows[r] : rows[r] / K;
             memcpy(xe + (int64_t)r * n_in, in + src * n_in, sizeof(float) * (size_t)n_in);
-            eb[r] = c->count[c->span_of[rows[r] / K]] >= BULK_MIN_ROWS;
+            eb[r] = c->count[c->pr.span_of[rows[r] / K]] >= BULK_MIN_ROWS;
         }
         cpu_mm(x, w, ex, xe, ye, n, eb);
         for (int r = 0; r < n; r++)
@@ -352,7 +318,8 @@ void cpu_exec_destroy(exec *x) {
         cbuf *bufs[] = {&c->xq, &c->rows, &c->acts, &c->panels, &c->gstart, &c->packs, &c->rowbuf,
                         &c->xe, &c->ye, &c->erows, &c->ebulk, &c->scratch, &c->qsa};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]->p);
-        free(c->bulk), free(c->out_bulk), free(c->ones), free(c->span_of), free(c->count);
+        pass_rows_free(&c->pr);
+        free(c->count);
         free(c);
     }
     free(x);
@@ -373,14 +340,11 @@ static exec *cpu_exec_new(backend *b, const exec_plan *plan, err *e) {
     const int64_t K = plan->max_in > d->max_in ? plan->max_in : d->max_in > 0 ? d->max_in : 1;
     const int maxT = plan->max_tokens > 0 ? plan->max_tokens : 1;
     c->plan.max_tokens = maxT;
-    c->R = maxT > plan->max_out ? maxT : plan->max_out;
-    const size_t R = (size_t)c->R, sb = 16;
+    if (pass_rows_init(&c->pr, &c->plan, BULK_MIN_ROWS)) goto oom;
+    const size_t R = (size_t)c->pr.R, sb = 16;
     if (!(c->pool = pool_new(nt))) goto oom;
-    c->bulk = malloc(R), c->out_bulk = malloc(R), c->ones = malloc(R);
-    c->span_of = malloc(sizeof(int32_t) * R);
     c->count = malloc(sizeof(int32_t) * (size_t)maxT);
-    if (!c->bulk || !c->out_bulk || !c->ones || !c->span_of || !c->count) goto oom;
-    memset(c->ones, 1, R);
+    if (!c->count) goto oom;
     const size_t xrow = 2 * (size_t)K + 64; /* quantized row bytes: at most 2 per value (f16 / bf16) */
     const size_t ng = R / 8 + 1;
     const int64_t ex_out = d->max_expert_out;

@@ -30,12 +30,7 @@ typedef struct cpu_exec {
     cpu_dev *d;
     threadpool *pool;
     exec_plan plan;
-    int R;                 /* most rows of one matmul call (max of max_tokens and max_out) */
-    /* the pass (begin_pass) */
-    int T, n_spans, n_out;
-    uint8_t *bulk, *out_bulk; /* [R] */
-    uint8_t *ones;         /* [R] all 1 (MM_RUN) */
-    int32_t *span_of;      /* [R]: the span of each token row */
+    pass_rows pr;          /* the pass (begin_pass) and its rows' kernel families (bulk: BULK_MIN_ROWS) */
     int32_t *count;        /* [max_tokens]: per span, rows sent to one expert */
     /* matmul scratch */
     cbuf xq, rows, acts, panels, gstart, packs, rowbuf;

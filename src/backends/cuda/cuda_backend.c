@@ -48,22 +48,8 @@ static bool is_float_type(enum qtype t) { return t == QT_F32 || t == QT_F16 || t
 /* ---------------------------------------------------------------- the pass */
 
 void cx_begin_pass(exec *x, const pass_span *spans, int n_spans) {
-    cuda_exec *c = cx_of(x);
     x->stats.n_ops++;
-    int T = 0, n_out = 0;
-    for (int s = 0; s < n_spans; s++) T += spans[s].n, n_out += spans[s].n_out;
-    c->T = c->n_spans = c->n_out = 0;
-    if (T > c->plan.max_tokens || n_out > T) {
-        exec_fail(x, ERR_RANGE, "a pass of %d tokens (%d output rows): the context was planned for %d", T, n_out,
-                  c->plan.max_tokens);
-        return;
-    }
-    for (int s = 0, t = 0, o = 0; s < n_spans; s++) {
-        const uint8_t f = spans[s].n > CUDA_GEMV_MAX_ROWS;
-        for (int i = 0; i < spans[s].n; i++) c->bulk[t++] = f;
-        for (int i = 0; i < spans[s].n_out; i++) c->out_bulk[o++] = f && spans[s].n_out == spans[s].n;
-    }
-    c->T = T, c->n_spans = n_spans, c->n_out = n_out;
+    pass_rows_begin(x, &cx_of(x)->pr, spans, n_spans);
 }
 
 /* ---------------------------------------------------------------- matmuls */
@@ -115,26 +101,11 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
     x->stats.n_ops++;
     if (x->status || T <= 0) return;
     const cuda_weight *cw = w->data;
-    const uint8_t *fam = NULL; /* per row: 1 GEMM, 0 GEMV; NULL: all GEMV */
-    if (rows.kind == MM_PASS) {
-        if (T != c->T) {
-            exec_fail(x, ERR_ARG, "matmul '%s' over %d pass rows; the pass has %d", w->name, T, c->T);
-            return;
-        }
-        fam = c->bulk;
-    } else if (rows.kind == MM_OUT) {
-        if (rows.first < 0 || rows.first + T > c->n_out) {
-            exec_fail(x, ERR_ARG, "matmul '%s' over output rows %d..%d; the pass has %d", w->name, rows.first,
-                      rows.first + T, c->n_out);
-            return;
-        }
-        fam = c->out_bulk + rows.first;
-    } else if (rows.kind == MM_RUN) {
-        fam = c->ones;
-    }
-    if (T > c->R || cw->K > c->K) {
+    const uint8_t *fam; /* per row: 1 GEMM, 0 GEMV; NULL: all GEMV */
+    if (!pass_rows_family(x, &c->pr, w->name, T, rows, &fam)) return;
+    if (T > c->pr.R || cw->K > c->K) {
         exec_fail(x, ERR_RANGE, "matmul '%s': %d rows of %lld values; the executor was planned for %d of %lld", w->name,
-                  T, (long long)cw->K, c->R, (long long)c->K);
+                  T, (long long)cw->K, c->pr.R, (long long)c->K);
         return;
     }
     if (expert < 0 || expert >= cw->E) {
@@ -166,8 +137,8 @@ void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, cons
     x->stats.n_ops++;
     if (x->status) return;
     const cuda_weight *cw = w->data;
-    if (T != c->T) {
-        exec_fail(x, ERR_ARG, "matmul_experts '%s' over %d rows; the pass has %d", w->name, T, c->T);
+    if (T != c->pr.T) {
+        exec_fail(x, ERR_ARG, "matmul_experts '%s' over %d rows; the pass has %d", w->name, T, c->pr.T);
         return;
     }
     const int64_t slots = (int64_t)T * K, n_in = in_per_slot ? slots : T;
@@ -308,7 +279,7 @@ void cx_destroy(exec *x) {
         }
         void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->nkv};
         for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) cu_free(dbufs[i]);
-        free(c->bulk), free(c->out_bulk), free(c->ones);
+        pass_rows_free(&c->pr);
         free(c);
     }
     free(x);
@@ -332,18 +303,15 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
     c->plan = *plan;
     const int maxT = plan->max_tokens > 0 ? plan->max_tokens : 1;
     c->plan.max_tokens = maxT;
-    c->R = maxT > plan->max_out ? maxT : plan->max_out;
-    c->RK = plan->moe_k > 0 && (int64_t)maxT * plan->moe_k > c->R ? maxT * plan->moe_k : c->R;
-    int64_t K = plan->max_in > d->max_in ? plan->max_in : d->max_in > 0 ? d->max_in : 32;
-    c->K = K = (K + 63) / 64 * 64;
-    const size_t R = (size_t)c->R, RK = (size_t)c->RK;
-    c->bulk = malloc(R), c->out_bulk = malloc(R), c->ones = malloc(R);
-    if (!c->bulk || !c->out_bulk || !c->ones) {
+    if (pass_rows_init(&c->pr, &c->plan, CUDA_GEMV_MAX_ROWS + 1)) {
         cx_destroy(x);
         err_set(e, ERR_NOMEM, "out of memory");
         return NULL;
     }
-    memset(c->ones, 1, R);
+    c->RK = plan->moe_k > 0 && (int64_t)maxT * plan->moe_k > c->pr.R ? maxT * plan->moe_k : c->pr.R;
+    int64_t K = plan->max_in > d->max_in ? plan->max_in : d->max_in > 0 ? d->max_in : 32;
+    c->K = K = (K + 63) / 64 * 64;
+    const size_t R = (size_t)c->pr.R, RK = (size_t)c->RK;
     if (plan->attn_d > 0 && plan->attn_d % 32 == 0 && plan->attn_d <= 256 && plan->attn_hq > 0 && plan->n_ctx > 0)
         c->attn_n = cuda_attn_decode_scratch(plan->n_ctx, plan->attn_hq, plan->attn_d);
     if (plan->gdn_dk == 128 && plan->gdn_dv == 128 && plan->gdn_hv > 0 && maxT > 1)

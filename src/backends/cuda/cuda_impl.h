@@ -39,12 +39,9 @@ typedef struct cuda_exec {
     cuda_dev *d;
     cudaStream_t st;
     exec_plan plan;
-    int R;                /* most rows of one matmul call (max of max_tokens and max_out) */
     int RK;               /* most activation rows quantized at once (R, or routed slots T * moe_k) */
     int64_t K;            /* widest matmul input the scratch holds */
-    /* the pass (begin_pass) */
-    int T, n_spans, n_out;
-    uint8_t *bulk, *out_bulk, *ones; /* host [R]: per row, GEMM family (1) or GEMV (0) */
+    pass_rows pr;         /* the pass (begin_pass); per row, GEMM family (1: spans > CUDA_GEMV_MAX_ROWS) or GEMV */
     /* device scratch, sized by exec_new */
     int8_t *xq;           /* [RK][K] q8_1 activations */
     float *ds;            /* [RK][K / 32][2] their scales */
