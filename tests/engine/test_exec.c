@@ -9,7 +9,10 @@
  *  - two contexts of one model decode concurrently from two threads and give, bit for bit, what each
  *    gives alone (run it under ASan or TSan for races);
  *  - errors are values: a pass over the plan, and a failure planted in the executor, come back from the
- *    call with a message; the context stays usable. */
+ *    call with a message; the context stays usable;
+ *  - the kernel family of a matmul row (pass_rows, shared by the backends) follows the row's own span:
+ *    a long prompt's rows and its output row are bulk only where the span is long and (output rows) all
+ *    of it is output; a decode row beside it never is. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -232,7 +235,36 @@ static void check_device_errors(void) {
     llm170_model_free(m);
 }
 
+static void check_pass_rows(void) {
+    exec x = {0};
+    pass_rows p;
+    exec_plan plan = {.max_tokens = 64, .max_out = 8};
+    CHECK(pass_rows_init(&p, &plan, 16) == 0);
+    /* a 40-token prompt with its last row as output, a decode token, a 20-token prompt fully output */
+    const pass_span spans[] = {{40, 1}, {1, 1}, {20, 20}};
+    pass_rows_begin(&x, &p, spans, 3);
+    CHECK(x.status == 0 && p.T == 61 && p.n_out == 22 && p.n_spans == 3);
+    const uint8_t *f;
+    CHECK(pass_rows_family(&x, &p, "w", 61, MM_ROWS_PASS, &f));
+    CHECKF(f[0] == 1 && f[39] == 1 && f[40] == 0 && f[41] == 1 && f[60] == 1, "token rows %d %d %d %d %d", f[0], f[39],
+           f[40], f[41], f[60]);
+    CHECK(pass_rows_family(&x, &p, "w", 22, (mm_rows){MM_OUT, 0}, &f));
+    /* out rows: the prompt's last row (not all of it is output: row-by-row), the decode row, 20 bulk */
+    CHECKF(f[0] == 0 && f[1] == 0 && f[2] == 1 && f[21] == 1, "output rows %d %d %d %d", f[0], f[1], f[2], f[21]);
+    CHECK(pass_rows_family(&x, &p, "w", 5, (mm_rows){MM_ROWWISE, 0}, &f) && f == NULL);
+    /* misuse is an error value, not a crash */
+    CHECK(!pass_rows_family(&x, &p, "w", 60, MM_ROWS_PASS, &f) && x.status != 0);
+    x.status = 0;
+    CHECK(!pass_rows_family(&x, &p, "w", 3, (mm_rows){MM_OUT, 20}, &f) && x.status != 0);
+    x.status = 0;
+    const pass_span big[] = {{65, 1}};
+    pass_rows_begin(&x, &p, big, 1);
+    CHECK(x.status != 0 && p.T == 0);
+    pass_rows_free(&p);
+}
+
 int main(void) {
+    check_pass_rows();
     check_counts(QWEN35MOE, true);
     check_counts(LLAMA, false);
     check_concurrent(QWEN35MOE);
