@@ -19,10 +19,13 @@ record per line; '#' lines are comments), read also by tests/crosscheck/test_cro
   llm170-crosscheck v1
   prompt P N id0 id1 ...                       prompt P's N token ids (with BOS)
   gen P S tok logprob id1 lp1 ... idK lpK      llama.cpp's greedy token at step S and its top-K
-  ppl CTX VALUE                                llama-perplexity's final estimate at n_ctx CTX
+  ppl CTX VALUE [CHUNKS]                       llama-perplexity's final estimate at n_ctx CTX, over every
+                                               chunk of the text or over its first CHUNKS chunks
 
   scripts/crosscheck.py --model M --llm170 build/llm170 --llamacpp-bin DIR [--prompts F] [-n 64]
-      [--ppl-file TEXT --ppl-ctx 512] [--write-ref tests/crosscheck/NAME.golden]
+      [--ppl-file TEXT --ppl-ctx 512 --ppl-chunks 0,16] [--write-ref tests/crosscheck/NAME.golden]
+A golden file given with --ref and llama.cpp given with --llamacpp-bin: the perplexities the file lacks are
+computed with llama-perplexity (with --write-ref FILE --ref-only: added to the file).
 """
 import argparse
 import json
@@ -89,7 +92,7 @@ class LlamaServer:
 
 
 def llamacpp_reference(args, prompts):
-    """{'prompts': [[ids]], 'gen': [[(tok, lp, [(id, lp)...])...]], 'ppl': {ctx: value}} from llama.cpp."""
+    """{'prompts': [[ids]], 'gen': [[(tok, lp, [(id, lp)...])...]], 'ppl': {(ctx, chunks): value}} from llama.cpp."""
     ref = {"prompts": [], "gen": [], "ppl": {}}
     with LlamaServer(args.llamacpp_bin, args.model, args.threads, 4096, shlex.split(args.llamacpp_flags)) as srv:
         for text in prompts:
@@ -103,15 +106,24 @@ def llamacpp_reference(args, prompts):
                 steps.append((p["id"], p["logprob"], [(t["id"], t["logprob"]) for t in p["top_logprobs"]]))
             ref["prompts"].append(ids)
             ref["gen"].append(steps)
-    if args.ppl_file:
-        out = subprocess.run([os.path.join(args.llamacpp_bin, "llama-perplexity"), "-m", args.model, "-f",
-                              args.ppl_file, "-c", str(args.ppl_ctx), "-t", str(args.threads), "-b", str(args.ppl_ctx)] + shlex.split(args.llamacpp_flags),
-                             capture_output=True, text=True)
+    add_llamacpp_ppl(args, ref)
+    return ref
+
+
+def add_llamacpp_ppl(args, ref):
+    """llama-perplexity's figure for each --ppl-chunks count that ref lacks (0: every chunk)."""
+    for chunks in (args.ppl_chunks if args.ppl_file else []):
+        if (args.ppl_ctx, chunks) in ref["ppl"]:
+            continue
+        cmd = [os.path.join(args.llamacpp_bin, "llama-perplexity"), "-m", args.model, "-f", args.ppl_file, "-c",
+               str(args.ppl_ctx), "-t", str(args.threads), "-b", str(args.ppl_ctx)] + shlex.split(args.llamacpp_flags)
+        if chunks:
+            cmd += ["--chunks", str(chunks)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
         m = re.search(r"Final estimate: PPL = ([0-9.]+)", out.stdout + out.stderr)
         if not m:
             sys.exit("crosscheck: llama-perplexity gave no final estimate:\n" + (out.stdout + out.stderr)[-2000:])
-        ref["ppl"][args.ppl_ctx] = float(m.group(1))
-    return ref
+        ref["ppl"][(args.ppl_ctx, chunks)] = float(m.group(1))
 
 
 def write_ref(path, ref, args):
@@ -125,9 +137,10 @@ def write_ref(path, ref, args):
         for i, steps in enumerate(ref["gen"]):
             for s, (tok, lp, top) in enumerate(steps):
                 f.write(f"gen {i} {s} {tok} {lp:.6f} " + " ".join(f"{t} {l:.6f}" for t, l in top) + "\n")
-        for ctx, v in ref["ppl"].items():
-            f.write(f"# perplexity: llama-perplexity -c {ctx} -b {ctx} -t {args.threads} on {args.ppl_file}\n")
-            f.write(f"ppl {ctx} {v:.4f}\n")
+        for (ctx, chunks), v in sorted(ref["ppl"].items()):
+            f.write(f"# perplexity: llama-perplexity -c {ctx} -b {ctx} -t {args.threads}"
+                    f"{f' --chunks {chunks}' if chunks else ''} on {args.ppl_file}\n")
+            f.write(f"ppl {ctx} {v:.4f}{f' {chunks}' if chunks else ''}\n")
 
 
 def read_ref(path):
@@ -146,7 +159,7 @@ def read_ref(path):
                 top = [(int(w[i]), float(w[i + 1])) for i in range(5, len(w), 2)]
                 ref["gen"][int(w[1])].append((int(w[3]), float(w[4]), top))
             elif w[0] == "ppl":
-                ref["ppl"][int(w[1])] = float(w[2])
+                ref["ppl"][(int(w[1]), int(w[3]) if len(w) > 3 else 0)] = float(w[2])
     return ref
 
 
@@ -191,9 +204,9 @@ def compare(ref_steps, our_steps, gap):
     return "match", "-", dmax
 
 
-def llm170_ppl(args):
+def llm170_ppl(args, chunks):
     cmd = [args.llm170, "perplexity", "--model", args.model, "--file", args.ppl_file, "--ctx-size", str(args.ppl_ctx),
-           "-t", str(args.threads)] + shlex.split(args.llm170_flags)
+           "-t", str(args.threads)] + (["--chunks", str(chunks)] if chunks else []) + shlex.split(args.llm170_flags)
     out = subprocess.run(cmd, capture_output=True, text=True)
     m = re.search(r"Final estimate: PPL = ([0-9.]+)", out.stdout)
     if out.returncode != 0 or not m:
@@ -219,13 +232,18 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=os.cpu_count())
     ap.add_argument("--ppl-file", help="text for the perplexity comparison")
     ap.add_argument("--ppl-ctx", type=int, default=512)
+    ap.add_argument("--ppl-chunks", default="0",
+                    help="comma-separated chunk counts to compare (0: every chunk of the text)")
     ap.add_argument("--ppl-tol", type=float, default=0.002, help="allowed relative PPL difference")
     args = ap.parse_args()
+    args.ppl_chunks = [int(c) for c in args.ppl_chunks.split(",")]
     if not args.ref and not args.llamacpp_bin:
         ap.error("give --llamacpp-bin DIR (run llama.cpp) or --ref FILE (a golden file)")
 
     prompts = read_prompts(args.prompts)
     ref = read_ref(args.ref) if args.ref else llamacpp_reference(args, prompts)
+    if args.ref and args.llamacpp_bin:
+        add_llamacpp_ppl(args, ref)
     if args.write_ref:
         write_ref(args.write_ref, ref, args)
         if args.ref_only:
@@ -250,16 +268,17 @@ def main():
         print(f"| {i} | `{label}` | {'same' if same_tokens else 'DIFFER'} | {verdict} | {where} | {dmax:.3f} |")
     print("\n" + ", ".join(f"{v} {c}" for v, c in counts.items()) + f" of {len(ours)} prompts x {args.n_predict} tokens")
 
-    if args.ppl_file:
-        ours_ppl = llm170_ppl(args)
-        theirs = ref["ppl"].get(args.ppl_ctx)
+    for chunks in (args.ppl_chunks if args.ppl_file else []):
+        theirs = ref["ppl"].get((args.ppl_ctx, chunks))
         if theirs is None:
-            sys.exit(f"crosscheck: the reference has no perplexity at n_ctx {args.ppl_ctx}")
+            sys.exit(f"crosscheck: the reference has no perplexity at n_ctx {args.ppl_ctx}, chunks {chunks or 'all'}")
+        ours_ppl = llm170_ppl(args, chunks)
         rel = abs(ours_ppl - theirs) / theirs
         ok = rel <= args.ppl_tol
         bad += not ok
-        print(f"perplexity (n_ctx {args.ppl_ctx}, {os.path.basename(args.ppl_file)}): llm170 {ours_ppl:.4f}, "
-              f"llama.cpp {theirs:.4f}, difference {100 * rel:.3f}% ({'ok' if ok else 'FAIL'}: limit {100 * args.ppl_tol:.1f}%)")
+        print(f"perplexity (n_ctx {args.ppl_ctx}, {os.path.basename(args.ppl_file)}, chunks {chunks or 'all'}): "
+              f"llm170 {ours_ppl:.4f}, llama.cpp {theirs:.4f}, difference {100 * rel:.3f}% "
+              f"({'ok' if ok else 'FAIL'}: limit {100 * args.ppl_tol:.1f}%)")
     sys.exit(1 if bad else 0)
 
 

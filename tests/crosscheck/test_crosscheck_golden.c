@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "llm170.h"
@@ -47,19 +48,25 @@ typedef struct model_case {
     const char *name, *path, *golden;
     double mean_limit;  /* mean |d logprob| of llama.cpp's token, per path */
     double tie_share;   /* near ties / positions, per path */
+    double tie_rate;    /* the near-tie rate measured over every prompt (the larger path's), for small samples */
     double tie_gap;     /* llama.cpp's top-1 logprob minus its logprob of our argmax, at a near tie */
     int n_prompts;      /* in the golden file */
     int min_longest;    /* tokens the longest prompt must have */
 } model_case;
 
 static const model_case cases[] = {
-    {"gemma3-270m", "models/gemma-3-270m-q4_k_m.gguf", "tests/crosscheck/gemma3-270m.golden", 0.07, 0.065, 1.0, 20, 0},
+    {"gemma3-270m", "models/gemma-3-270m-q4_k_m.gguf", "tests/crosscheck/gemma3-270m.golden", 0.07, 0.065, 0.037, 1.0,
+     20, 0},
     {"qwen2.5-coder-0.5b", "models/qwen2.5-coder-0.5b-instruct.gguf", "tests/crosscheck/qwen2.5-coder-0.5b.golden",
-     0.07, 0.065, 1.0, 22, 768},
+     0.07, 0.065, 0.021, 1.0, 22, 768},
 };
 
-/* The prompts checked: all of them, or under AddressSanitizer (CI's second pass, ~10x slower) the first
- * and the longest, which exercise every path (the Release pass checks all). */
+/* The prompts checked: all of them, or under AddressSanitizer (CI's second pass, 3-10x slower) the first
+ * and the longest of at most SAN_MAX_PROMPT tokens, in chunks of SAN_BATCH tokens so that both paths still
+ * go through chunked prefill (the Release pass checks all, the long prompts in chunks of 512; Qwen's
+ * 890-token prompt alone took 450 s under the sanitizers). */
+#define SAN_MAX_PROMPT 64
+#define SAN_BATCH 16
 static int checked_prompts[MAX_PROMPTS], N_CHECKED;
 
 typedef struct step {
@@ -121,6 +128,12 @@ bad:
     return -1;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* What one path (batch or decode) measured. */
 typedef struct tally {
     const char *path;
@@ -166,6 +179,25 @@ static int check_position(const model_case *mc, tally *t, const float *row, int 
     return best;
 }
 
+/* The most near ties a correct engine shows over n positions: tie_share of them (twice the measured rate),
+ * or, where n is small (the sanitizer pass checks two prompts, 128 positions), the count that
+ * Binomial(n, tie_rate) exceeds with probability < 0.1%, whichever is larger. Near ties are positions where
+ * the two engines' rounding decides between two almost equal tokens, so their count over a sample of
+ * positions is binomial around the measured rate; on 128 positions 9 near ties (7%) are 2 sigma above
+ * Gemma's 3.7% and happened, while the full 1280 positions keep the 6.5% limit (the binomial bound there is
+ * 5.4%). */
+static int tie_limit(const model_case *mc, int n) {
+    double p = mc->tie_rate, pmf = pow(1 - p, n), cdf = pmf;
+    int k = 0;
+    while (cdf < 0.999 && k < n) {
+        pmf *= (double)(n - k) / (k + 1) * p / (1 - p);
+        cdf += pmf;
+        k++;
+    }
+    int by_share = (int)ceil(mc->tie_share * n) - 1; /* share < tie_share */
+    return k > by_share ? k : by_share;
+}
+
 static void report(const model_case *mc, const tally *t) {
     double mean = t->checked ? t->dsum / t->checked : INFINITY, share = t->checked ? (double)t->near / t->checked : 1;
     printf("%s %s: %d positions: argmax equal %d, near tie %d (%.1f%%, largest gap %.3f nats), failed %d; "
@@ -175,7 +207,9 @@ static void report(const model_case *mc, const tally *t) {
     CHECKF(t->checked == N_CHECKED * MAX_STEPS, "%s: %d positions checked", t->path, t->checked);
     CHECKF(t->bad == 0, "%s: %d positions failed", t->path, t->bad);
     CHECKF(mean < mc->mean_limit, "%s: mean |d logprob| %.4f, limit %.3f", t->path, mean, mc->mean_limit);
-    CHECKF(share < mc->tie_share, "%s: near-tie share %.3f, limit %.3f", t->path, share, mc->tie_share);
+    int limit = tie_limit(mc, t->checked);
+    CHECKF(t->near <= limit, "%s: %d near ties in %d positions (%.1f%%), limit %d (%.1f%%)", t->path, t->near,
+           t->checked, 100 * share, limit, 100.0 * limit / (t->checked ? t->checked : 1));
 }
 
 /* The teacher-forced batch: prompt + llama.cpp's tokens in one decode call, all rows' logits. */
@@ -251,6 +285,9 @@ int main(int argc, char **argv) {
     mp.n_threads = 2;
     llm170_model *m = NULL;
     llm170_context_params cp = {.n_seq = 1, .n_ctx = MAX_PROMPT_TOKENS + MAX_STEPS, .n_batch = 512};
+#ifdef __SANITIZE_ADDRESS__
+    cp.n_batch = SAN_BATCH;
+#endif
     llm170_context *c = NULL;
     if (read_golden(mc->golden, &g) || llm170_model_load(mc->path, &mp, &m) || llm170_context_new(m, &cp, &c)) {
         fprintf(stderr, "setup failed: %s\n", llm170_last_error());
@@ -267,8 +304,11 @@ int main(int argc, char **argv) {
 #endif
     }
 #ifdef __SANITIZE_ADDRESS__
+    int longest_short = 0;
+    for (int p = 0; p < g.n_prompts; p++)
+        if (g.n_ids[p] <= SAN_MAX_PROMPT && g.n_ids[p] > g.n_ids[longest_short]) longest_short = p;
     checked_prompts[N_CHECKED++] = 0;
-    if (longest) checked_prompts[N_CHECKED++] = longest;
+    if (longest_short) checked_prompts[N_CHECKED++] = longest_short;
 #endif
     CHECKF(g.n_ids[longest] >= mc->min_longest, "the longest prompt has %d tokens, fewer than %d", g.n_ids[longest],
            mc->min_longest);
@@ -276,10 +316,13 @@ int main(int argc, char **argv) {
     int n_vocab = llm170_model_n_vocab(m), free_steps;
 
     tally tb = {.path = "batch"}, td = {.path = "decode"};
+    double t0 = now_s();
     check_batch(mc, &g, c, n_vocab, &tb);
+    double t1 = now_s();
     report(mc, &tb);
     check_decode(mc, &g, c, n_vocab, &td, &free_steps);
     report(mc, &td);
+    printf("%s: batch path %.1f s, decode path %.1f s\n", mc->name, t1 - t0, now_s() - t1);
     printf("%s decode: %d of %d steps free-running (identical to llama.cpp's stream before the first divergence)\n",
            mc->name, free_steps, N_CHECKED * MAX_STEPS);
     llm170_context_free(c);
