@@ -4,8 +4,7 @@
  *   test_crosscheck_golden [MODEL]      MODEL: gemma3-270m (default) or qwen2.5-coder-0.5b
  *
  * The golden file's prompts (tests/crosscheck/prompts.txt: 22, two of them 840-1080 tokens long, past
- * Gemma 3's 512-token sliding window; Gemma's committed golden still holds the first 20 until
- * scripts/crosscheck-golden.sh is rerun), 64 steps each, checked twice:
+ * Gemma 3's 512-token sliding window), 64 steps each, checked twice:
  *  - teacher-forced batch: each prompt plus llama.cpp's 64 generated tokens decoded in one call (chunked
  *    prefill), so every position is checked in llama.cpp's own context;
  *  - one-token decode: the prompt prefilled, then one token per decode call, free-running greedy (we feed
@@ -56,7 +55,7 @@ typedef struct model_case {
 
 static const model_case cases[] = {
     {"gemma3-270m", "models/gemma-3-270m-q4_k_m.gguf", "tests/crosscheck/gemma3-270m.golden", 0.07, 0.065, 0.037, 1.0,
-     20, 0},
+     22, 768},
     {"qwen2.5-coder-0.5b", "models/qwen2.5-coder-0.5b-instruct.gguf", "tests/crosscheck/qwen2.5-coder-0.5b.golden",
      0.07, 0.065, 0.021, 1.0, 22, 768},
 };
