@@ -41,8 +41,8 @@ LLM170_API const char *llm170_last_error(void);
 typedef struct llm170_model_params {
     int n_threads;   /* CPU threads of each context (>= 1) */
     bool exact;      /* f32 reference matmuls instead of quantized dot products (slow; for checks) */
-    const char *device; /* "cpu" (later "cuda:N"); NULL = "cpu". Unknown or unavailable: an error listing
-                           llm170_devices() */
+    const char *device; /* "cpu", "cuda" or "cuda:N" (":nograph" appended: no CUDA graphs, every op its own
+                           launch); NULL = "cpu". Unknown or unavailable: an error listing llm170_devices() */
 } llm170_model_params;
 
 LLM170_API llm170_model_params llm170_model_default_params(void);

@@ -143,10 +143,11 @@ void fwd_begin(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans, const i
     }
     w->T = T;
     w->n_out = n_out;
+    /* begin_pass first: the pass's uploads belong to it (a GPU executor may record them with its ops) */
+    x->ops->begin_pass(x, w->pass, n_spans);
     x->ops->upload(x, w->ids, w->h_ids, sizeof(int32_t) * (size_t)T);
     x->ops->upload(x, w->pos, w->h_pos, sizeof(int32_t) * (size_t)T);
     x->ops->upload(x, w->out_idx, w->h_out_idx, sizeof(int32_t) * (size_t)n_out);
-    x->ops->begin_pass(x, w->pass, n_spans);
 }
 
 void fwd_head(model *m, fwd_ctx *c, const float *hn, int n, float *logits, float *hidden) {

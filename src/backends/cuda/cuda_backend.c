@@ -47,9 +47,13 @@ static bool is_float_type(enum qtype t) { return t == QT_F32 || t == QT_F16 || t
 
 /* ---------------------------------------------------------------- the pass */
 
+/* a pass of <= CUDA_GEMV_MAX_ROWS tokens with output rows is captured into a CUDA graph (cuda_graph.c);
+ * the ops since the last download (a pass without one) are launched first */
 void cx_begin_pass(exec *x, const pass_span *spans, int n_spans) {
     x->stats.n_ops++;
+    cx_graph_end(x);
     pass_rows_begin(x, &cx_of(x)->pr, spans, n_spans);
+    cx_graph_begin(x);
 }
 
 /* ---------------------------------------------------------------- matmuls */
@@ -273,6 +277,7 @@ void cx_destroy(exec *x) {
     if (!x) return;
     cuda_exec *c = x->impl;
     if (c) {
+        cx_graph_free(c); /* an open capture is discarded */
         if (c->st) {
             cudaStreamSynchronize(c->st);
             cudaStreamDestroy(c->st);
@@ -300,6 +305,7 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
     }
     x->dev = b, x->ops = &cuda_exec_ops, x->impl = c;
     c->d = d;
+    c->graphs = d->graphs;
     c->plan = *plan;
     const int maxT = plan->max_tokens > 0 ? plan->max_tokens : 1;
     c->plan.max_tokens = maxT;
@@ -337,7 +343,8 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
             return NULL;
         }
     }
-    if (cu_check(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking), e, "cudaStreamCreate")) {
+    if (cu_check(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking), e, "cudaStreamCreate") ||
+        cx_graph_init(c, e)) {
         cx_destroy(x);
         return NULL;
     }
@@ -377,17 +384,20 @@ static const backend_ops cuda_backend_ops = {
     .cache_type_ok = cd_cache_type_ok,
 };
 
+/* "cuda", "cuda:N", either with ":nograph" */
 backend *cuda_backend_new(const char *device, err *e) {
     int n = 0;
-    if (!strcmp(device, "cuda")) {
-        n = 0;
-    } else {
+    const char *rest = device + 4;
+    if (!strncmp(device, "cuda:", 5) && device[5] >= '0' && device[5] <= '9') {
         char *end = NULL;
         long v = strtol(device + 5, &end, 10);
-        if (device[4] != ':' || !device[5] || *end || v < 0 || v > 1024)
-            return err_set(e, ERR_ARG, "device '%s': expected cuda or cuda:N", device), NULL;
-        n = (int)v;
+        if (v > 1024) rest = "?";
+        else n = (int)v, rest = end;
     }
+    const bool graphs = strcmp(rest, ":nograph") != 0;
+    if (strncmp(device, "cuda", 4) || (*rest && graphs))
+        return err_set(e, ERR_ARG, "device '%s': expected cuda or cuda:N, optionally followed by :nograph", device),
+               NULL;
     backend *b = calloc(1, sizeof *b);
     cuda_dev *d = calloc(1, sizeof *d);
     if (!b || !d) {
@@ -396,7 +406,8 @@ backend *cuda_backend_new(const char *device, err *e) {
         return NULL;
     }
     d->dev = n;
-    snprintf(d->name, sizeof d->name, "cuda:%d", n);
+    d->graphs = graphs;
+    snprintf(d->name, sizeof d->name, "cuda:%d%s", n, graphs ? "" : ":nograph");
     if (cu_select_device(n, d->info, sizeof d->info, e)) {
         char why[sizeof e->msg];
         snprintf(why, sizeof why, "%s", e->msg);

@@ -7,10 +7,20 @@
 
 #include "backends/backend.h"
 
-/* The device: "cuda" (device 0) or "cuda:N". NULL with a message (listing the devices) when there is no
+/* The device: "cuda" (device 0) or "cuda:N", with ":nograph" appended ("cuda:0:nograph") to run every pass
+ * eagerly, each op its own launch, instead of capturing small passes into CUDA graphs (for comparison:
+ * same kernels, same order, the same bits). NULL with a message (listing the devices) when there is no
  * such GPU. The backend and everything it allocated is freed by backend_free. */
 backend *cuda_backend_new(const char *device, err *e);
 /* Registers the CUDA devices with backend_open / backend_devices. */
 void cuda_backend_register(void);
+
+/* Process-wide counts of the CUDA executors' graphs since start (docs/cuda.md): passes launched as one
+ * graph, of which updated in place or instantiated anew, and captures given up for an eager run (an upload
+ * too big for the staging buffer, a capture the driver refused to begin). */
+typedef struct cuda_graph_stats {
+    uint64_t launched, updated, instantiated, eager;
+} cuda_graph_stats;
+void cuda_graph_stats_get(cuda_graph_stats *s);
 
 #endif

@@ -26,17 +26,22 @@ static void cu_fail(exec *x, cudaError_t ce, const char *what) {
         exec_fail(x, ERR_IO, "%s: cuda error %s (%s)", what, cudaGetErrorName(ce), cudaGetErrorString(ce));
 }
 
+/* while a small pass is captured, through the graph's staging buffer (cuda_graph.c) */
 static void cx_upload(exec *x, void *dst, const void *src, size_t bytes) {
     x->stats.n_uploads++;
-    if (bytes && !x->status) cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ST(x)), "upload");
+    if (!bytes || x->status || cx_graph_upload(x, dst, src, bytes)) return;
+    if (!x->status) cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ST(x)), "upload");
 }
 
-/* the host's only wait: the stream up to this copy (errors of earlier kernels surface here) */
+/* the host's only wait: the stream up to this copy (errors of earlier kernels surface here); a captured
+ * pass is launched first (or discarded if it failed) */
 static void cx_download(exec *x, void *dst, const void *src, size_t bytes) {
     x->stats.n_downloads++;
+    cx_graph_end(x);
     if (!bytes || x->status) return;
     cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ST(x)), "download");
     if (!x->status) cu_fail(x, cudaStreamSynchronize(ST(x)), "download (the pass's kernels)");
+    if (!x->status) cx_of(x)->inflight = false;
 }
 
 static void cx_copy(exec *x, float *dst, const float *src, int64_t n) {

@@ -28,7 +28,8 @@ typedef struct cuda_weight {
 
 typedef struct cuda_dev {
     int dev;
-    char name[16];        /* "cuda:N" */
+    char name[24];        /* "cuda:N", or "cuda:N:nograph" */
+    bool graphs;          /* executors capture small passes into CUDA graphs (off: the ":nograph" suffix) */
     char info[160];       /* GPU name, compute capability, memory */
     int64_t max_in;       /* largest ne[0] of the weights bound so far */
     cuda_weight *weights; /* every weight bound (freed by destroy) */
@@ -51,6 +52,13 @@ typedef struct cuda_exec {
     float *gdn;           /* chunked GDN scratch */
     int64_t gdn_n;
     int32_t *nkv;         /* one word: the cached positions of a decode attention call */
+    /* the CUDA graph of a small pass (cuda_graph.c) */
+    bool graphs;          /* capture passes of <= CUDA_GEMV_MAX_ROWS tokens (the device's setting) */
+    bool capturing;       /* st is recording the current pass */
+    bool inflight;        /* a graph was launched and no download has waited for it since */
+    cudaGraphExec_t gexec; /* the last instantiated graph, updated in place while the pass shape holds */
+    char *stage;          /* pinned host buffer: the bytes of a captured pass's uploads */
+    size_t stage_n, stage_off;
 } cuda_exec;
 
 static inline cuda_exec *cx_of(exec *x) { return x->impl; }
@@ -66,6 +74,18 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
 void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
                        float *y, int T);
 void cx_destroy(exec *x);
+
+/* cuda_graph.c: capture of small passes (docs/cuda.md). cx_graph_init sizes the staging buffer for plan
+ * (0 or ERR_NOMEM with a message); cx_graph_begin starts capturing the pass begin_pass just described
+ * (begin_pass ends and launches an open capture before it describes the new pass); cx_graph_end ends an open capture and launches it (or
+ * discards it when the executor has failed); cx_graph_upload records an upload into the capture through
+ * the staging buffer (false: not capturing, or the bytes did not fit and the capture was ended and
+ * launched: the caller copies eagerly); cx_graph_free discards an open capture and frees it all. */
+int cx_graph_init(cuda_exec *c, err *e);
+void cx_graph_begin(exec *x);
+void cx_graph_end(exec *x);
+bool cx_graph_upload(exec *x, void *dst, const void *src, size_t bytes);
+void cx_graph_free(cuda_exec *c);
 
 /* cuda_exec.c: the executor's op table */
 extern const exec_ops cuda_exec_ops;

@@ -1,0 +1,162 @@
+/* cuda_graph: a small pass of the CUDA executor as one CUDA graph launch (docs/cuda.md).
+ *
+ * Why: a decode step is ~25 kernels per layer, each launched from the host; on a 0.5B model the launches,
+ * not the weights, set the speed. A pass of at most CUDA_GEMV_MAX_ROWS tokens (decode, a speculative
+ * verify batch) is recorded instead: begin_pass starts a stream capture (cudaStreamCaptureModeThreadLocal)
+ * and every op records into the stream exactly as it would launch; the pass's first download (the host's
+ * only wait) ends the capture, updates the previous graph exec in place with the new graph
+ * (cudaGraphExecUpdate: same topology, new kernel parameters: positions, cache lengths) or instantiates a
+ * new one when the update is refused, and launches it. The kernels and their order are those of the eager
+ * run, so the logits are bit-identical to it (`llm170 cuda-check --engine` checks that).
+ *
+ * Invariants:
+ *  - A captured pass's uploads are copied into the pinned staging buffer at capture time, from an offset
+ *    that restarts at 0 every pass (the same pass shape records the same addresses, so the exec update
+ *    holds), and the capture records the copy from there: the caller's pageable buffer may change before
+ *    the graph runs. An upload that does not fit ends the capture, launches it, and the rest of the pass
+ *    runs eagerly (slower, never wrong).
+ *  - The host writes the staging buffer only while capturing, and a capture starts only after every graph
+ *    launched before it has finished (`inflight`: a download waits for the stream; otherwise begin waits):
+ *    a running graph never reads bytes of the next pass, and an exec is never updated while it runs.
+ *  - Only passes with output rows are captured: they end in a download, so no capture outlives the API call
+ *    that began it (ThreadLocal capture must end on the thread that began it). A pass with output rows but
+ *    no download (no logits asked for) is ended by the executor's next begin_pass, download or destroy.
+ *  - A failure recorded while capturing (x->status) discards the capture at the download that ends it:
+ *    nothing of the pass runs, and the first failure stays the one reported. A capture the driver refuses to begin runs the pass eagerly.
+ *  - Nothing inside a capture may synchronise or allocate: the ops of a small pass launch kernels and
+ *    stream-ordered copies / memsets only (cudaFuncSetAttribute and device attribute queries of the flash
+ *    attention and chunked GDN launchers, which 2..8-token passes reach, are host-side calls that capture
+ *    permits). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impl.h"
+
+static _Atomic uint64_t n_launched, n_updated, n_instantiated, n_eager;
+
+void cuda_graph_stats_get(cuda_graph_stats *s) {
+    s->launched = atomic_load(&n_launched);
+    s->updated = atomic_load(&n_updated);
+    s->instantiated = atomic_load(&n_instantiated);
+    s->eager = atomic_load(&n_eager);
+}
+
+static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* What a captured pass (T <= CUDA_GEMV_MAX_ROWS tokens) uploads: token ids, positions and output row
+ * indices (int32 per token, engine/forward.c fwd_begin), and one f32 row of the widest input per token (an
+ * MTP pass's hidden states); each piece 256-byte aligned, plus 4 KiB of slack. */
+int cx_graph_init(cuda_exec *c, err *e) {
+    if (!c->graphs) return 0;
+    const size_t T = (size_t)(c->plan.max_tokens < CUDA_GEMV_MAX_ROWS ? c->plan.max_tokens : CUDA_GEMV_MAX_ROWS);
+    c->stage_n = 3 * align256(T * sizeof(int32_t)) + align256(T * (size_t)c->K * sizeof(float)) + 4096;
+    void *p = NULL;
+    if (cudaHostAlloc(&p, c->stage_n, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        return err_set(e, ERR_NOMEM, "cannot create a cuda executor: %zu bytes of pinned host memory for its graph "
+                       "uploads (or open the device as cuda:N:nograph)", c->stage_n);
+    }
+    c->stage = p;
+    memset(c->stage, 0, c->stage_n);
+    return 0;
+}
+
+/* ends the open capture; the graph when it can run (NULL otherwise: failure recorded, or discarded) */
+static cudaGraph_t end_capture(exec *x) {
+    cuda_exec *c = cx_of(x);
+    c->capturing = false;
+    cudaGraph_t g = NULL;
+    const cudaError_t ce = cudaStreamEndCapture(c->st, &g);
+    if (ce != cudaSuccess || !g || x->status) {
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError(); /* an invalidated capture's error is not a later op's */
+        if (!x->status)
+            exec_fail(x, ERR_IO, "ending the pass's graph capture: cuda error %s (%s)", cudaGetErrorName(ce),
+                      cudaGetErrorString(ce));
+        return NULL;
+    }
+    return g;
+}
+
+void cx_graph_end(exec *x) {
+    cuda_exec *c = cx_of(x);
+    if (!c->capturing) return;
+    cudaGraph_t g = end_capture(x);
+    if (!g) return;
+    if (c->gexec) {
+        cudaGraphExecUpdateResultInfo info;
+        if (cudaGraphExecUpdate(c->gexec, g, &info) == cudaSuccess) {
+            atomic_fetch_add(&n_updated, 1);
+        } else { /* another shape: a new exec */
+            cudaGetLastError();
+            cudaGraphExecDestroy(c->gexec);
+            c->gexec = NULL;
+        }
+    }
+    cudaError_t ce = cudaSuccess;
+    if (!c->gexec) {
+        ce = cudaGraphInstantiate(&c->gexec, g, 0);
+        if (ce != cudaSuccess) c->gexec = NULL;
+        else atomic_fetch_add(&n_instantiated, 1);
+    }
+    cudaGraphDestroy(g);
+    if (ce == cudaSuccess) ce = cudaGraphLaunch(c->gexec, c->st);
+    if (ce != cudaSuccess) {
+        exec_fail(x, ERR_IO, "running the pass's graph: cuda error %s (%s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
+        return;
+    }
+    atomic_fetch_add(&n_launched, 1);
+    c->inflight = true;
+}
+
+void cx_graph_begin(exec *x) {
+    cuda_exec *c = cx_of(x);
+    if (c->capturing) return;
+    if (!c->graphs || x->status || c->pr.T < 1 || c->pr.T > CUDA_GEMV_MAX_ROWS || c->pr.n_out < 1) return;
+    if (c->inflight) { /* its staged bytes and its exec stay untouched until it has run */
+        const cudaError_t ce = cudaStreamSynchronize(c->st);
+        if (ce != cudaSuccess) {
+            exec_fail(x, ERR_IO, "the previous pass: cuda error %s (%s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
+            return;
+        }
+        c->inflight = false;
+    }
+    if (cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError(); /* the pass runs eagerly */
+        atomic_fetch_add(&n_eager, 1);
+        return;
+    }
+    c->capturing = true;
+    c->stage_off = 0;
+}
+
+bool cx_graph_upload(exec *x, void *dst, const void *src, size_t bytes) {
+    cuda_exec *c = cx_of(x);
+    if (!c->capturing) return false;
+    const size_t off = align256(c->stage_off);
+    if (off > c->stage_n || bytes > c->stage_n - off) { /* too big to stage: what is recorded runs now */
+        atomic_fetch_add(&n_eager, 1);
+        cx_graph_end(x);
+        return false;
+    }
+    memcpy(c->stage + off, src, bytes);
+    c->stage_off = off + bytes;
+    const cudaError_t ce = cudaMemcpyAsync(dst, c->stage + off, bytes, cudaMemcpyHostToDevice, c->st);
+    if (ce != cudaSuccess)
+        exec_fail(x, ERR_IO, "upload (captured): cuda error %s (%s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
+    return true;
+}
+
+void cx_graph_free(cuda_exec *c) {
+    if (c->capturing) {
+        cudaGraph_t g = NULL;
+        c->capturing = false;
+        if (cudaStreamEndCapture(c->st, &g) == cudaSuccess && g) cudaGraphDestroy(g);
+        cudaGetLastError();
+    }
+    if (c->st) cudaStreamSynchronize(c->st); /* a launched graph still reads the staging buffer */
+    if (c->gexec) cudaGraphExecDestroy(c->gexec);
+    if (c->stage) cudaFreeHost(c->stage);
+    c->gexec = NULL, c->stage = NULL;
+}
