@@ -7,7 +7,9 @@
  * decode does). With --spec (ngram, draft, mtp) the tg test generates instead: greedy from a random prompt of
  * max(D, 32) tokens, plain and speculative runs interleaved, and prints both rows, the speed-up, the
  * acceptance rate and the mean accepted length (what speculation gains or costs on text that does not
- * repeat). */
+ * repeat). With --compare-graphs on a CUDA device, the tg test runs again on the same GPU with its CUDA
+ * graphs off (DEVICE:nograph, a second copy of the model: every op its own launch) and the speed-up of
+ * the graphs is printed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,8 +134,10 @@ static int run_spec(llm170_model *m, llm170_context *ctx, const spec_cli *sc, co
     return 0;
 }
 
+/* one test, warm-up then reps; prints its row; *mean_tps (may be NULL): the mean t/s */
 static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double size_mib, double params_m,
-                    int threads, const char *name, int n_prompt, int n_gen, int n_par, int depth, int reps) {
+                    int threads, const char *name, int n_prompt, int n_gen, int n_par, int depth, int reps,
+                    double *mean_tps) {
     rng r;
     rng_seed(&r, 42);
     if (run_once(ctx, n_vocab, n_prompt, n_gen, n_par, depth, &r) < 0) return 1; /* warm-up */
@@ -146,6 +150,7 @@ static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double s
         sum2 += tps * tps;
     }
     double mean = sum / reps, sd = reps > 1 ? sqrt(fmax(0, (sum2 - reps * mean * mean) / (reps - 1))) : 0;
+    if (mean_tps) *mean_tps = mean;
     char tps[64];
     snprintf(tps, sizeof tps, "%.2f ± %.2f", mean, sd);
     printf("| %-30s | %10.2f MiB | %8.2f M | %-10s | %7d | %15s | %20s |\n", desc, size_mib, params_m, bench_backend, threads,
@@ -154,8 +159,38 @@ static int run_test(llm170_context *ctx, int n_vocab, const char *desc, double s
     return 0;
 }
 
+/* --compare-graphs: the tg test of cmd_bench on `device`:nograph; prints its row and the speed-up over tps */
+static int run_eager(const char *path, const llm170_model_params *mp0, const llm170_context_params *cp, const char *name,
+                     int n_gen, int n_par, int depth, int reps, double tps) {
+    char dev[64];
+    snprintf(dev, sizeof dev, "%s%s:nograph", mp0->device, strchr(mp0->device, ':') ? "" : ":0");
+    llm170_model_params mp = *mp0;
+    mp.device = dev;
+    llm170_model *m = NULL;
+    llm170_context *ctx = NULL;
+    int rc = 1;
+    double eager = 0;
+    if (llm170_model_load(path, &mp, &m) || llm170_context_new(m, cp, &ctx)) {
+        fprintf(stderr, "llm170 bench: %s: %s\n", dev, llm170_last_error());
+        goto done;
+    }
+    char desc[96];
+    llm170_model_desc(m, desc, sizeof desc);
+    const char *backend = bench_backend;
+    bench_backend = "CUDA-eager";
+    rc = run_test(ctx, llm170_model_n_vocab(m), desc, (double)llm170_model_size(m) / (1 << 20),
+                  (double)llm170_model_n_params(m) / 1e6, mp.n_threads, name, 0, n_gen, n_par, depth, reps, &eager);
+    bench_backend = backend;
+    if (!rc) printf("\ncuda graphs: %s %.2f t/s with, %.2f t/s without (%s): %.3fx\n", name, tps, eager, dev, tps / eager);
+done:
+    llm170_context_free(ctx);
+    llm170_model_free(m);
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *path = NULL;
+    bool compare_graphs = false;
     int n_prompt = 512, n_gen = 128, reps = 5, n_par = 1, depth = 0, ctk = 0, ctv = 0;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
@@ -164,6 +199,10 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool ok = true;
+        if (!strcmp(a, "--compare-graphs")) {
+            compare_graphs = true;
+            continue;
+        }
         if (!(v = args_value("bench", argc, argv, &i))) return 2;
         if (spec_cli_flag("bench", a, v, &sc, &ok)) {
             if (!ok) return 2;
@@ -174,19 +213,25 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) ok = args_int("bench", a, v, 0, 1 << 20, &n_gen);
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) ok = args_int("bench", a, v, 1, 1000, &reps);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = args_int("bench", a, v, 1, 1024, &mp.n_threads);
-        else if (!strcmp(a, "--device") || !strcmp(a, "-dev")) mp.device = v, bench_backend = strncmp(v, "cuda", 4) ? "CPU" : "CUDA";
+        else if (!strcmp(a, "--device") || !strcmp(a, "-dev")) mp.device = v, bench_backend = strncmp(v, "cuda", 4) ? "CPU" : strstr(v, ":nograph") ? "CUDA-eager" : "CUDA";
         else if (args_cache_flags("bench", a, v, &ctk, &ctv, &ok)) {
         }
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) ok = args_int("bench", a, v, 1, 256, &n_par);
         else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) ok = args_int("bench", a, v, 0, 1 << 20, &depth);
         else {
-            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D] [-ctk T] [-ctv T] %s\n", a, spec_cli_usage());
+            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D [--compare-graphs]] [-ctk T] [-ctv T] %s\n", a, spec_cli_usage());
             return 2;
         }
         if (!ok) return 2;
     }
     if (!path) {
-        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D] [-ctk T] [-ctv T] %s\n", spec_cli_usage());
+        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D [--compare-graphs]] [-ctk T] [-ctv T] %s\n", spec_cli_usage());
+        return 2;
+    }
+    if (compare_graphs && (!mp.device || strncmp(mp.device, "cuda", 4) || strstr(mp.device, ":nograph") ||
+                           sc.p.type != LLM170_SPEC_NONE || n_gen < 1)) {
+        fprintf(stderr, "llm170 bench: --compare-graphs needs --device cuda[:N] (graphs on), a tg test (-n > 0) and no "
+                        "--spec\n");
         return 2;
     }
     llm170_model *model = NULL;
@@ -223,7 +268,8 @@ int cmd_bench(int argc, char **argv) {
     if (n_prompt > 0) {
         if (depth) snprintf(name, sizeof name, "pp%d @ d%d", n_prompt, depth);
         else snprintf(name, sizeof name, "pp%d", n_prompt);
-        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, n_prompt, 0, 1, depth, reps)) goto done;
+        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, n_prompt, 0, 1, depth, reps, NULL))
+            goto done;
     }
     if (n_gen > 0 && sc.p.type != LLM170_SPEC_NONE) {
         if (run_spec(model, ctx, &sc, desc, size_mib, params_m, mp.n_threads, n_gen, spec_prompt, reps)) goto done;
@@ -232,7 +278,10 @@ int cmd_bench(int argc, char **argv) {
         if (n_par > 1) snprintf(par, sizeof par, " x%d", n_par);
         if (depth) snprintf(name, sizeof name, "tg%d%s @ d%d", n_gen, par, depth);
         else snprintf(name, sizeof name, "tg%d%s", n_gen, par);
-        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, 0, n_gen, n_par, depth, reps)) goto done;
+        double tps = 0;
+        if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, 0, n_gen, n_par, depth, reps, &tps))
+            goto done;
+        if (compare_graphs && run_eager(path, &mp, &cp, name, n_gen, n_par, depth, reps, tps)) goto done;
     }
     printf("\nbuild: llm170 %s\n", LLM170_VERSION);
     rc = 0;

@@ -67,13 +67,16 @@ static void run_table(const cuda_check_case *cases, int n, const char *filter, u
     }
 }
 
-/* --engine: synth models of every arch in three mixes, then the given files, CPU vs cuda:dev */
+/* --engine: synth models of every arch in three mixes, then the given files, CPU vs cuda:dev; cuda:dev (its
+ * small passes as CUDA graphs) also bit for bit against cuda:dev:nograph (every op its own launch), and at
+ * least one graph must have run */
 static int run_engine(int dev, const char *dir, const char **models, int n_models, int n_threads) {
     static const char *presets[] = {"tiny-llama", "tiny-qwen35", "tiny-qwen35moe"};
     static const char *mixes[] = {"q4_k_m", "q8_0", "f16"};
-    char ddut[32], path[1024], label[128];
+    char ddut[32], dsame[40], path[1024], label[128];
     snprintf(ddut, sizeof ddut, "cuda:%d", dev);
-    engine_check_header("cpu", ddut);
+    snprintf(dsame, sizeof dsame, "cuda:%d:nograph", dev);
+    engine_check_header("cpu", ddut, dsame);
     int bad = 0, n = 0;
     for (size_t p = 0; p < sizeof presets / sizeof presets[0]; p++)
         for (size_t m = 0; m < sizeof mixes / sizeof mixes[0]; m++) {
@@ -82,15 +85,22 @@ static int run_engine(int dev, const char *dir, const char **models, int n_model
             snprintf(label, sizeof label, "%s %s", presets[p], mixes[m]);
             const synth_preset *sp = synth_preset_find(presets[p]);
             if (!sp || synth_write(sp, (enum synth_mix)synth_mix_from_name(mixes[m]), 170, path, NULL, NULL, &e)) {
-                printf("| %s | - | - | - | - | FAIL | synth: %s\n", label, sp ? e.msg : "no such preset");
+                printf("| %s | - | - | - | - | - | - | FAIL | synth: %s\n", label, sp ? e.msg : "no such preset");
                 bad++;
                 continue;
             }
-            bad += engine_check_model(path, label, "cpu", ddut, n_threads);
+            bad += engine_check_model(path, label, "cpu", ddut, dsame, n_threads);
             n++;
             remove(path);
         }
-    for (int i = 0; i < n_models; i++, n++) bad += engine_check_model(models[i], models[i], "cpu", ddut, n_threads);
+    for (int i = 0; i < n_models; i++, n++) bad += engine_check_model(models[i], models[i], "cpu", ddut, dsame, n_threads);
+    cuda_graph_stats g;
+    cuda_graph_stats_get(&g);
+    printf("cuda graphs: %llu passes launched as one graph (%llu exec updates, %llu instantiations), %llu captures "
+           "given up for an eager run%s\n",
+           (unsigned long long)g.launched, (unsigned long long)g.updated, (unsigned long long)g.instantiated,
+           (unsigned long long)g.eager, g.launched ? "" : ": FAIL, no pass ran as a graph");
+    bad += !g.launched;
     printf("engine check: %d models, %d failed\n", n, bad);
     return bad ? 1 : 0;
 }

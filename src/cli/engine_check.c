@@ -19,7 +19,14 @@
  *  - tokens: at every step the device under test picks the truth's token, or one whose truth logit is
  *    within the bound above (of the range) below the truth's best: a near-tie. All three runs are fed the
  *    truth's picks, so all 17 steps (prompt + 16) compare logits of one context. The plain CPU-vs-GPU
- *    distance is printed too. */
+ *    distance is printed too.
+ *
+ * A fourth run (optional, `dsame`): the device under test opened another way that must give the same bits,
+ * e.g. a GPU with its CUDA graphs off ("cuda:0:nograph") against the graph run: the same kernels in the
+ * same order, so every logit of every step must be bit-identical (memcmp), no tolerance. Any difference
+ * is a bug of the capture (a stale upload, a parameter baked into the graph, a pass run twice). The
+ * 6-token prompt and the 16 one-token steps are the captured passes; the 100-token prompt runs eagerly on
+ * both and checks the comparison itself. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,9 +104,30 @@ static int step(side *s, const int32_t *toks, int n, char *msg, size_t cap, cons
     return 0;
 }
 
-/* one prompt on the three sides from empty sequences; prints a row, returns 0 if it passed */
-static int compare_prompt(side *ex, side *ref, side *dut, const char *dref, const char *ddut, const char *label,
-                          int n_prompt) {
+/* the bits of same's logits against dut's: counts an identical step, or writes the first difference to msg */
+static int same_bits(const side *dut, const side *same, int V, int i, int *n_same, char *msg, size_t cap,
+                     const char *ddut, const char *dsame) {
+    if (!memcmp(dut->logits, same->logits, sizeof(float) * (size_t)V)) {
+        (*n_same)++;
+        return 0;
+    }
+    int n = 0, first = -1;
+    double d = 0;
+    for (int k = 0; k < V; k++) {
+        if (!memcmp(&dut->logits[k], &same->logits[k], sizeof(float))) continue;
+        n++;
+        first = first < 0 ? k : first;
+        const double e = fabs((double)dut->logits[k] - same->logits[k]);
+        if (!(e <= d)) d = e;
+    }
+    snprintf(msg, cap, "step %d: %s and %s differ in %d of %d logits (first id %d, max |diff| %.3g)", i, ddut, dsame,
+             n, V, first, d);
+    return 1;
+}
+
+/* one prompt on the three (four) sides from empty sequences; prints a row, returns 0 if it passed */
+static int compare_prompt(side *ex, side *ref, side *dut, side *same, const char *dref, const char *ddut,
+                          const char *dsame, const char *label, int n_prompt) {
     const int V = llm170_model_n_vocab(ref->m);
     int32_t toks[128];
     char msg[512] = "";
@@ -107,12 +135,17 @@ static int compare_prompt(side *ex, side *ref, side *dut, const char *dref, cons
     llm170_seq_reset(ex->c, 0);
     llm170_seq_reset(ref->c, 0);
     llm170_seq_reset(dut->c, 0);
+    if (same) llm170_seq_reset(same->c, 0);
     double worst_dut = 0, worst_cpu = 0, worst_pair = 0, range = 0;
-    int equal = 0, n_ties = 0, bad = 0;
+    int equal = 0, n_ties = 0, bad = 0, n_same = 0;
     if (step(ex, toks, n_prompt, msg, sizeof msg, "cpu exact") || step(ref, toks, n_prompt, msg, sizeof msg, dref) ||
-        step(dut, toks, n_prompt, msg, sizeof msg, ddut))
+        step(dut, toks, n_prompt, msg, sizeof msg, ddut) || (same && step(same, toks, n_prompt, msg, sizeof msg, dsame)))
         bad = 1;
     for (int i = 0; !bad; i++) {
+        if (same && same_bits(dut, same, V, i, &n_same, msg, sizeof msg, ddut, dsame)) {
+            bad = 1;
+            break;
+        }
         double r2;
         const double e_dut = logit_err(ex->logits, dut->logits, V, &range), e_cpu = logit_err(ex->logits, ref->logits, V, &r2),
                      e_pair = logit_err(ref->logits, dut->logits, V, &r2), b = bound_of(e_cpu);
@@ -142,39 +175,45 @@ static int compare_prompt(side *ex, side *ref, side *dut, const char *dref, cons
         }
         const int32_t t = ta; /* every side follows the truth's pick, so every step compares one context */
         if (step(ex, &t, 1, msg, sizeof msg, "cpu exact") || step(ref, &t, 1, msg, sizeof msg, dref) ||
-            step(dut, &t, 1, msg, sizeof msg, ddut))
+            step(dut, &t, 1, msg, sizeof msg, ddut) || (same && step(same, &t, 1, msg, sizeof msg, dsame)))
             bad = 1;
     }
-    printf("| %s | %d | %.2e | %.2e | %.2e | %d/%d, %d near-ties | %s | %s\n", label, n_prompt, worst_cpu, worst_dut,
-           worst_pair, equal, ENGINE_STEPS, n_ties, bad ? "FAIL" : "pass", msg);
+    char bits[32] = "-";
+    if (same) snprintf(bits, sizeof bits, "%d/%d", n_same, ENGINE_STEPS + 1);
+    printf("| %s | %d | %.2e | %.2e | %.2e | %d/%d, %d near-ties | %s | %s | %s\n", label, n_prompt, worst_cpu,
+           worst_dut, worst_pair, equal, ENGINE_STEPS, n_ties, bits, bad ? "FAIL" : "pass", msg);
     fflush(stdout);
     return bad;
 }
 
-int engine_check_model(const char *path, const char *label, const char *dref, const char *ddut, int n_threads) {
-    side x = {0}, a = {0}, b = {0};
+int engine_check_model(const char *path, const char *label, const char *dref, const char *ddut, const char *dsame,
+                       int n_threads) {
+    side x = {0}, a = {0}, b = {0}, s = {0};
     char msg[512] = "";
     int bad = 0;
     if (open_side(&x, path, dref, true, n_threads, msg, sizeof msg) ||
         open_side(&a, path, dref, false, n_threads, msg, sizeof msg) ||
-        open_side(&b, path, ddut, false, n_threads, msg, sizeof msg)) {
-        printf("| %s | - | - | - | - | - | FAIL | %s\n", label, msg);
+        open_side(&b, path, ddut, false, n_threads, msg, sizeof msg) ||
+        (dsame && open_side(&s, path, dsame, false, n_threads, msg, sizeof msg))) {
+        printf("| %s | - | - | - | - | - | - | FAIL | %s\n", label, msg);
         bad = 1;
     } else {
-        bad |= compare_prompt(&x, &a, &b, dref, ddut, label, 100);
-        bad |= compare_prompt(&x, &a, &b, dref, ddut, label, 6);
+        bad |= compare_prompt(&x, &a, &b, dsame ? &s : NULL, dref, ddut, dsame, label, 100);
+        bad |= compare_prompt(&x, &a, &b, dsame ? &s : NULL, dref, ddut, dsame, label, 6);
     }
     if (x.m) close_side(&x);
     if (a.m) close_side(&a);
     if (b.m) close_side(&b);
+    if (s.m) close_side(&s);
     return bad;
 }
 
-void engine_check_header(const char *dref, const char *ddut) {
+void engine_check_header(const char *dref, const char *ddut, const char *dsame) {
     printf("engine check: %s and %s against %s's f32 path (exact); %s passes within max(2 x %s's distance, %.2g) of the "
-           "logit range; %d greedy steps\n",
+           "logit range; %d greedy steps",
            dref, ddut, dref, ddut, dref, ENGINE_FLOOR, ENGINE_STEPS);
-    printf("| model | prompt | %s vs f32 (worst) | %s vs f32 (worst) | %s vs %s | picks equal | result | note\n"
-           "|---|---:|---:|---:|---:|---|---|---|\n",
-           dref, ddut, ddut, dref);
+    if (dsame) printf("; %s's logits bit-identical to %s's at every step", ddut, dsame);
+    printf("\n| model | prompt | %s vs f32 (worst) | %s vs f32 (worst) | %s vs %s | picks equal | steps = %s | result | "
+           "note\n|---|---:|---:|---:|---:|---|---|---|---|\n",
+           dref, ddut, ddut, dref, dsame ? dsame : "-");
 }

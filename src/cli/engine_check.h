@@ -4,10 +4,12 @@
 #ifndef LLM170_CLI_ENGINE_CHECK_H
 #define LLM170_CLI_ENGINE_CHECK_H
 
-/* Prints the table header. */
-void engine_check_header(const char *dref, const char *ddut);
+/* Prints the table header (dsame: as engine_check_model's, or NULL). */
+void engine_check_header(const char *dref, const char *ddut, const char *dsame);
 /* Runs the model file at path on both devices (two prompts, 16 greedy steps each) and prints one row per
- * prompt; returns 0 if every comparison passed. */
-int engine_check_model(const char *path, const char *label, const char *dref, const char *ddut, int n_threads);
+ * prompt; returns 0 if every comparison passed. dsame: NULL, or a device whose logits must equal ddut's
+ * bit for bit at every step (ddut with its CUDA graphs off). */
+int engine_check_model(const char *path, const char *label, const char *dref, const char *ddut, const char *dsame,
+                       int n_threads);
 
 #endif

@@ -30,7 +30,7 @@ static const command commands[] = {
      "chat with a model in the terminal (its chat template, streamed replies; /exit, Ctrl-C stops a reply)"},
     {"perplexity", cmd_perplexity, "--model M --file TEXT [--ctx-size 512] [--threads N] [--chunks N]",
      "perplexity of a text file, as llama-perplexity computes it (second half of each n_ctx chunk)"},
-    {"bench", cmd_bench, "--model M [-p 512] [-n 128] [-r 5] [-t THREADS]",
+    {"bench", cmd_bench, "--model M [-p 512] [-n 128] [-r 5] [-t THREADS] [--device D [--compare-graphs]]",
      "prompt-processing and generation speed, as llama-bench's markdown table"},
     {"serve", cmd_serve, "--model M [--host H] [--port P] [--ctx-size N] [--parallel N] [--api-key K]",
      "OpenAI- and Anthropic-compatible HTTP server with continuous batching"},
@@ -43,7 +43,7 @@ static const command commands[] = {
     {"cuda-check", cmd_cuda_check,
      "[--bench] [--filter S,S...] [--seed N] [--device N] | --engine [--model F]... [--dir D] [-t N] [--device N]",
      "check every CUDA kernel and executor op against the CPU reference (table of max error vs tolerance); "
-     "--bench: time them; --engine: whole models on the CPU vs the GPU"},
+     "--bench: time them; --engine: whole models on the CPU vs the GPU (graphs on vs off bit for bit)"},
     {"template", cmd_template,
      "(--model M | --template F.jinja | --builtin NAME) --messages CONV.json [--tools T.json] "
      "[--add-generation-prompt] [--enable-thinking | --no-enable-thinking] [--bos TEXT] [--eos TEXT]",
