@@ -4,9 +4,9 @@
  * not the weights, set the speed. A pass of at most CUDA_GEMV_MAX_ROWS tokens (decode, a speculative
  * verify batch) is recorded instead: begin_pass starts a stream capture (cudaStreamCaptureModeThreadLocal)
  * and every op records into the stream exactly as it would launch; the pass's first download (the host's
- * only wait) ends the capture, updates the previous graph exec in place with the new graph
- * (cudaGraphExecUpdate: same topology, new kernel parameters: positions, cache lengths) or instantiates a
- * new one when the update is refused, and launches it. The kernels and their order are those of the eager
+ * only wait) ends the capture, updates the graph exec of the last pass of as many tokens in place with the
+ * new graph (cudaGraphExecUpdate: same topology, new kernel parameters: positions, cache lengths) or
+ * instantiates a new one when the update is refused, and launches it. The kernels and their order are those of the eager
  * run, so the logits are bit-identical to it (`llm170 cuda-check --engine` checks that).
  *
  * Invariants:
@@ -84,24 +84,25 @@ void cx_graph_end(exec *x) {
     if (!c->capturing) return;
     cudaGraph_t g = end_capture(x);
     if (!g) return;
-    if (c->gexec) {
+    cudaGraphExec_t *ge = &c->gexec[c->cap_T];
+    if (*ge) {
         cudaGraphExecUpdateResultInfo info;
-        if (cudaGraphExecUpdate(c->gexec, g, &info) == cudaSuccess) {
+        if (cudaGraphExecUpdate(*ge, g, &info) == cudaSuccess) {
             atomic_fetch_add(&n_updated, 1);
         } else { /* another shape: a new exec */
             cudaGetLastError();
-            cudaGraphExecDestroy(c->gexec);
-            c->gexec = NULL;
+            cudaGraphExecDestroy(*ge);
+            *ge = NULL;
         }
     }
     cudaError_t ce = cudaSuccess;
-    if (!c->gexec) {
-        ce = cudaGraphInstantiate(&c->gexec, g, 0);
-        if (ce != cudaSuccess) c->gexec = NULL;
+    if (!*ge) {
+        ce = cudaGraphInstantiate(ge, g, 0);
+        if (ce != cudaSuccess) *ge = NULL;
         else atomic_fetch_add(&n_instantiated, 1);
     }
     cudaGraphDestroy(g);
-    if (ce == cudaSuccess) ce = cudaGraphLaunch(c->gexec, c->st);
+    if (ce == cudaSuccess) ce = cudaGraphLaunch(*ge, c->st);
     if (ce != cudaSuccess) {
         exec_fail(x, ERR_IO, "running the pass's graph: cuda error %s (%s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
         return;
@@ -128,6 +129,7 @@ void cx_graph_begin(exec *x) {
         return;
     }
     c->capturing = true;
+    c->cap_T = c->pr.T;
     c->stage_off = 0;
 }
 
@@ -156,7 +158,8 @@ void cx_graph_free(cuda_exec *c) {
         cudaGetLastError();
     }
     if (c->st) cudaStreamSynchronize(c->st); /* a launched graph still reads the staging buffer */
-    if (c->gexec) cudaGraphExecDestroy(c->gexec);
+    for (int t = 0; t <= CUDA_GEMV_MAX_ROWS; t++)
+        if (c->gexec[t]) cudaGraphExecDestroy(c->gexec[t]), c->gexec[t] = NULL;
     if (c->stage) cudaFreeHost(c->stage);
-    c->gexec = NULL, c->stage = NULL;
+    c->stage = NULL;
 }

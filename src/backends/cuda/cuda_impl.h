@@ -56,7 +56,10 @@ typedef struct cuda_exec {
     bool graphs;          /* capture passes of <= CUDA_GEMV_MAX_ROWS tokens (the device's setting) */
     bool capturing;       /* st is recording the current pass */
     bool inflight;        /* a graph was launched and no download has waited for it since */
-    cudaGraphExec_t gexec; /* the last instantiated graph, updated in place while the pass shape holds */
+    int cap_T;            /* tokens of the pass being captured */
+    /* per pass size T (1..8): the last graph instantiated for it, updated in place while the pass shape holds
+     * (a decode step and a speculative verify batch each keep theirs) */
+    cudaGraphExec_t gexec[CUDA_GEMV_MAX_ROWS + 1];
     char *stage;          /* pinned host buffer: the bytes of a captured pass's uploads */
     size_t stage_n, stage_off;
 } cuda_exec;
