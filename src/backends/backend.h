@@ -104,9 +104,10 @@ typedef struct backend_ops {
 
 typedef struct exec_ops {
     void (*destroy)(exec *x);
-    /* the batch structure of the next pass (copied); later MM_PASS / MM_OUT matmuls refer to it */
+    /* the batch structure of the next pass (copied), before the pass's uploads; later MM_PASS / MM_OUT
+     * matmuls refer to it. An executor may record the pass and run it at its first download (CUDA graphs) */
     void (*begin_pass)(exec *x, const pass_span *spans, int n_spans);
-    /* --- transfers (bytes) and device copies --- */
+    /* --- transfers (bytes) and device copies: upload reads src before it returns; download waits --- */
     void (*upload)(exec *x, void *dst, const void *src, size_t bytes);
     void (*download)(exec *x, void *dst, const void *src, size_t bytes);
     void (*copy)(exec *x, float *dst, const float *src, int64_t n);
