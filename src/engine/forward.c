@@ -154,15 +154,16 @@ void fwd_head(model *m, fwd_ctx *c, const float *hn, int n, float *logits, float
     const hparams *hp = &m->hp;
     exec *x = c->x;
     fwd_work *w = &c->w;
-    if (hidden && n) x->ops->download(x, hidden, hn, sizeof(float) * (size_t)n * (size_t)hp->n_embd);
-    if (!logits) return;
-    for (int r0 = 0; r0 < n; r0 += w->out_rows) {
+    for (int r0 = 0; logits && r0 < n; r0 += w->out_rows) {
         const int k = n - r0 < w->out_rows ? n - r0 : w->out_rows;
         x->ops->matmul(x, &m->output, 0, hn + (int64_t)r0 * hp->n_embd, w->logits, k, (mm_rows){MM_OUT, r0});
         if (m->output_bias.data) x->ops->add_bias(x, w->logits, &m->output_bias, k, hp->n_vocab);
         x->ops->download(x, logits + (size_t)r0 * (size_t)hp->n_vocab, w->logits,
                          sizeof(float) * (size_t)k * (size_t)hp->n_vocab);
     }
+    /* after the head (which leaves hn as it is): a pass's first download ends a recorded pass (CUDA graphs),
+     * so the head belongs to it */
+    if (hidden && n) x->ops->download(x, hidden, hn, sizeof(float) * (size_t)n * (size_t)hp->n_embd);
 }
 
 void fwd_output(model *m, fwd_ctx *c, const weight *norm, float *logits, float *hidden) {

@@ -72,14 +72,15 @@ void fwd_ctx_free(fwd_ctx *c, model *m);
 int model_forward(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans, float *logits, float *hidden, err *e);
 
 /* ---- shared by the architecture forwards ---- */
-/* Uploads the pass's token ids, positions and output-row indices and gives the executor its structure.
- * Span s starts at position past0[s] (NULL: its sequence's n_past). */
+/* Gives the executor the pass's structure (begin_pass), then uploads its token ids, positions and
+ * output-row indices. Span s starts at position past0[s] (NULL: its sequence's n_past). */
 void fwd_begin(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans, const int *past0);
 /* Gathers the output rows of w.x, applies the final norm (none when norm has no data: the trunk left
- * normed rows in w.x), and downloads hidden rows and the LM head's
- * logits (+ output.bias) in pieces of out_rows. */
+ * normed rows in w.x), and downloads the LM head's logits (+ output.bias) in pieces of out_rows and
+ * the hidden rows. */
 void fwd_output(model *m, fwd_ctx *c, const weight *norm, float *logits, float *hidden);
-/* The LM head of n rows of normed hidden states hn (device): logits downloaded in pieces. */
+/* The LM head of n rows of normed hidden states hn (device): logits downloaded in pieces, then the hidden
+ * rows (after the head, so a recorded pass ends at the logits: docs/architecture.md). */
 void fwd_head(model *m, fwd_ctx *c, const float *hn, int n, float *logits, float *hidden);
 
 /* The MTP (multi-token prediction) block of qwen35 models, spec §3.2: for T rows, hidden[t] (host, the
