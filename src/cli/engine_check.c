@@ -25,8 +25,8 @@
  * e.g. a GPU with its CUDA graphs off ("cuda:0:nograph") against the graph run: the same kernels in the
  * same order, so every logit of every step must be bit-identical (memcmp), no tolerance. Any difference
  * is a bug of the capture (a stale upload, a parameter baked into the graph, a pass run twice). The
- * 6-token prompt and the 16 one-token steps are the captured passes; the 100-token prompt runs eagerly on
- * both and checks the comparison itself. */
+ * 6-token prompt and every one-token step are captured passes; the 100-token prompt (step 0 of its row)
+ * is eager on both, a control of the comparison itself. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
