@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (~150 s) for the CUDA backend wired into the engine (docs/cuda.md): unpacks the binary
+# One device call (~2-5 min) for the CUDA backend wired into the engine (docs/cuda.md): unpacks the binary
 # staged by scripts/gpu-stage.sh in .devbin/, then, each step under its own timeout so one hang cannot eat
 # the call:
 #   1. the backend conformance suite on the CUDA executor (every exec op vs ops_ref);
