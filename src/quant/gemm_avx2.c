@@ -76,11 +76,16 @@ static inline __attribute__((always_inline)) void tile(const gemm_panel *p, cons
     _Alignas(32) float blk[TT][GEMM_PANEL], acc[TT][GEMM_PANEL];
     _Pragma("GCC unroll 8")
     for (int k = 0; k < TT * GEMM_PANEL; k += 8) _mm256_store_ps(acc[0] + k, _mm256_setzero_ps());
+    /* Q8_0 / Q8_1 activations: an activation block is one sub-block, so blk = fma(i, S, 0) goes straight
+     * into the total, without the round trip through blk */
+    const bool one = x->ag == 1;
     const uint8_t *u = p->u;
     int64_t j = 0;
     for (int64_t g = 0; g < nag; g++) {
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < TT * GEMM_PANEL; k += 8) _mm256_store_ps(blk[0] + k, _mm256_setzero_ps());
+        if (!one) {
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < TT * GEMM_PANEL; k += 8) _mm256_store_ps(blk[0] + k, _mm256_setzero_ps());
+        }
         for (int jj = 0; jj < x->ag; jj++, j++) {
             __m256i s[TT][NG]; /* the sub-block's int32 sums */
             const int8_t *qj[TT];
@@ -124,16 +129,23 @@ static inline __attribute__((always_inline)) void tile(const gemm_panel *p, cons
                     }
                 }
             }
+            __m256 ab[TT];
+            _Pragma("GCC unroll 2")
+            for (int i = 0; i < TT; i++) ab[i] = _mm256_set1_ps(tk[i].a[g]);
             _Pragma("GCC unroll 4")
             for (int r = 0; r < NG; r++) {
                 const __m256 S = _mm256_load_ps(p->S + j * GEMM_PANEL + 8 * r);
                 _Pragma("GCC unroll 2")
-                for (int i = 0; i < TT; i++)
-                    _mm256_store_ps(blk[i] + 8 * r,
-                                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i][r]), S, _mm256_load_ps(blk[i] + 8 * r)));
+                for (int i = 0; i < TT; i++) {
+                    const __m256 b = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i][r]), S,
+                                                     one ? _mm256_setzero_ps() : _mm256_load_ps(blk[i] + 8 * r));
+                    if (one) _mm256_store_ps(acc[i] + 8 * r, _mm256_fmadd_ps(b, ab[i], _mm256_load_ps(acc[i] + 8 * r)));
+                    else _mm256_store_ps(blk[i] + 8 * r, b);
+                }
             }
             __asm__ volatile("" : : "r"(blk), "r"(acc) : "memory"); /* the float sums stay in memory */
         }
+        if (one) continue;
         _Pragma("GCC unroll 2")
         for (int i = 0; i < TT; i++) {
             const __m256 ab = _mm256_set1_ps(tk[i].a[g]);
