@@ -4,8 +4,8 @@
  * AVX2 has no u8 x s8 -> int32 dot product: vpmaddubsw multiplies u8 by s8 and adds adjacent pairs into
  * int16, saturating; vpmaddwd by ones then adds int16 pairs into int32. The sums must stay exact, so the
  * method depends on the panel's u range (quant.h's umax; activations q in -128..127):
- *   umax <= 127: a vpmaddubsw lane u0 q0 + u1 q1 lies in [-256 umax, 254 umax], and d such lanes added
- *     in int16 stay inside it while d * umax <= 128. So d steps (4 values each) are summed in int16
+ *   umax <= 127: a vpmaddubsw lane u0 q0 + u1 q1 lies in [-256 umax, 254 umax], and the sum of d such
+ *     lanes stays inside int16 while d * umax <= 128. So d steps (4 values each) are summed in int16
  *     before one vpmaddwd: d = 8 for the 4-bit types (a whole sub-block of 32), 4 for the 5-bit ones, 2
  *     for Q6_K. vpmaddwd shares the multiply pipes with vpmaddubsw, so it costs 1/d of them.
  *   off == 128 (Q8_0, IQ4_NL, IQ4_XS; u up to 255): the signed values w = u - 128 through the sign trick,
@@ -23,11 +23,12 @@
  * conversion and one fused multiply-add in the order gemm.h defines, so each output is bit-identical to
  * gemm_run_ref. A token group past t1 reuses the last token (results not stored).
  *
- * Three things keep GCC from undoing the tile (each measured as spills in the inner loop without it):
- * int16 sums added with vpaddsw, which GCC cannot reassociate into a tree that keeps every product live
- * (the sums never saturate, so the result is vpaddw's); empty asm statements on the weight vectors (else
- * GCC reloads each one per token) and on the sign trick's int32 sums; and one asm "memory" barrier per
- * sub-block that keeps the float sums in memory rather than in the registers the inner loop needs. */
+ * Three things keep GCC (12) from undoing the tile (without each, the generated inner loop spills or
+ * reloads): int16 sums added with vpaddsw, which GCC cannot reassociate into a tree that keeps every
+ * product live (the sums never saturate, so the result is vpaddw's); empty asm statements on the weight
+ * vectors (else GCC reloads each one per token) and on the sign trick's int32 sums; and one asm "memory"
+ * barrier per sub-block that keeps the float sums in memory rather than in the registers the inner loop
+ * needs. */
 #include <immintrin.h>
 #include <string.h>
 
