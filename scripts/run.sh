@@ -6,10 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-# the compiler's output goes to a log, shown only if the build fails
+# the compiler's output goes to a log, shown only if the build fails; only the binary is built here (the
+# tests, examples and libraries come with scripts/test.sh)
 mkdir -p .cache
 [ -x build/llm170 ] || echo "building llm170 (the first time takes a minute or two)" >&2
-if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"; } >.cache/build.log 2>&1; then
+if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)" --target llm170; } \
+    >.cache/build.log 2>&1; then
   tail -40 .cache/build.log >&2
   echo "run.sh: the build failed (the whole log: .cache/build.log)" >&2
   exit 1

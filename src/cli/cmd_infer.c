@@ -79,7 +79,7 @@ static int print_token(llm170_model *model, llm170_detok *detok, int p, int pos,
         }
         putchar('"');
     }
-    if (n_top > 0) print_top_logprobs(logits, llm170_model_n_vocab(model), tok, n_top);
+    if (n_top > 0 && logits) print_top_logprobs(logits, llm170_model_n_vocab(model), tok, n_top);
     printf("}\n");
     return 0;
 }

@@ -152,7 +152,7 @@ void ref_qsa_select(const float *q, const float *blk, const int32_t *qpos, int32
         for (int b = 0; b < nb; b++) {
             int better = 0;
             for (int o = 0; o < nb && better < n_sel; o++)
-                better += scores[o] > scores[b] || (scores[o] == scores[b] && o < b);
+                better += scores[o] > scores[b] || (o < b && scores[o] == scores[b]);
             if (better < n_sel) st[n++] = b;
         }
     }

@@ -12,6 +12,10 @@
 void gemm_run_avx512(const gemm_panel *p, const gemm_acts *x, int t0, int t1, const int32_t *rows, float *y,
                      int64_t ldy);
 void gemm_interleave_avx512(const uint8_t *src, int64_t K, uint8_t *dst);
+void gemm_run_avx2(const gemm_panel *p, const gemm_acts *x, int t0, int t1, const int32_t *rows, float *y,
+                   int64_t ldy);
+bool gemm_avx2_supports(int off, int umax, bool has_min);
+void gemm_interleave_avx2(const uint8_t *src, int64_t K, uint8_t *dst);
 #endif
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -22,30 +26,34 @@ static void interleave_ref(const uint8_t *src, int64_t K, uint8_t *dst) {
         for (int r = 0; r < GEMM_PANEL; r++) memcpy(dst + 4 * (GEMM_PANEL * s + r), src + (size_t)r * K + 4 * s, 4);
 }
 
-/* the kernels for this CPU, chosen once (gemm_pack and every matmul ask for them) */
-static gemm_run_fn best_run;
+/* the panel interleave for this CPU, chosen once (every gemm_pack asks for it) */
 static void (*best_interleave)(const uint8_t *src, int64_t K, uint8_t *dst) = interleave_ref;
 static pthread_once_t best_once = PTHREAD_ONCE_INIT;
 
 static void pick_best(void) {
 #if LLM170_HAVE_X86_SIMD
-    if (quant_isa_available(QUANT_ISA_AVX512)) {
-        best_run = gemm_run_avx512;
-        best_interleave = gemm_interleave_avx512;
-    }
+    if (quant_isa_available(QUANT_ISA_AVX512)) best_interleave = gemm_interleave_avx512;
+    else if (quant_isa_available(QUANT_ISA_AVX2)) best_interleave = gemm_interleave_avx2;
 #endif
 }
 
-gemm_run_fn gemm_run_best(void) {
-    pthread_once(&best_once, pick_best);
-    return best_run;
+gemm_run_fn gemm_run_isa(enum quant_isa isa, enum qtype t) {
+    const quant_ops *s = quant_ops_get(t, QUANT_ISA_SCALAR);
+    if (!s || !s->u8.to_u8 || !quant_isa_available(isa)) return NULL;
+    if (s->vec_dot_type != QT_Q8_0 && s->vec_dot_type != QT_Q8_1 && s->vec_dot_type != QT_Q8_K) return NULL;
+#if LLM170_HAVE_X86_SIMD
+    if (isa == QUANT_ISA_AVX512) return gemm_run_avx512;
+    if (isa == QUANT_ISA_AVX2) return gemm_avx2_supports(s->u8.off, s->u8.umax, s->u8.has_min) ? gemm_run_avx2 : NULL;
+#endif
+    return NULL;
 }
 
-bool gemm_supported(enum qtype t) {
-    const quant_ops *s = quant_ops_get(t, QUANT_ISA_SCALAR);
-    if (!s || !s->u8.to_u8 || !gemm_run_best()) return false;
-    return s->vec_dot_type == QT_Q8_0 || s->vec_dot_type == QT_Q8_1 || s->vec_dot_type == QT_Q8_K;
+gemm_run_fn gemm_run_best(enum qtype t) {
+    const gemm_run_fn f = gemm_run_isa(QUANT_ISA_AVX512, t);
+    return f ? f : gemm_run_isa(QUANT_ISA_AVX2, t);
 }
+
+bool gemm_supported(enum qtype t) { return gemm_run_best(t) != NULL; }
 
 size_t gemm_panel_bytes(int64_t K, int sb) {
     return align64((size_t)K * GEMM_PANEL) + 2 * align64(sizeof(float) * (size_t)(K / sb) * GEMM_PANEL);
@@ -75,6 +83,8 @@ void gemm_pack(const quant_ops *ops, const void *rows, size_t row_bytes, int nro
     float *S = (void *)((char *)tmp + (size_t)GEMM_PANEL * K); /* [GEMM_PANEL][nsb] */
     float *M = S + (size_t)GEMM_PANEL * nsb;
     p->nrows = nrows;
+    p->off = ops->u8.off;
+    p->umax = ops->u8.umax;
     for (int r = 0; r < nrows; r++)
         ops->u8.to_u8((const char *)rows + (size_t)r * row_bytes, u + (size_t)r * K, S + r * nsb, M + r * nsb, K);
     /* rows past nrows are zero (their results are never stored) */

@@ -7,7 +7,9 @@
  * (quant.h: w = S * (u - off) - M per sub-block of sb values), interleaved so that one vpdpbusd
  * multiplies 16 rows x 4 consecutive values by one token's 4 activation bytes (broadcast) and adds into
  * 16 int32 lanes, one per row: 64 multiply-adds per instruction, no horizontal sums. Every token of the
- * batch then reuses the unpacked panel from L1/L2.
+ * batch then reuses the unpacked panel from L1/L2. Kernels: AVX-512 VNNI (gemm_avx512.c, the vpdpbusd
+ * above) and AVX2 (gemm_avx2.c: vpmaddubsw over 8 rows x 4 values into int16 pair sums, kept exact by
+ * the type's u range; it takes every type with a u8 form as well).
  *
  * Shapes: K values per row (a multiple of 256 for k-quant types, of 32 otherwise), a panel of up to
  * GEMM_PANEL rows (rows past the weight's end are zero), T tokens.
@@ -54,6 +56,7 @@ typedef struct gemm_panel {
     int sb;
     int nrows;    /* valid rows (<= GEMM_PANEL); the rest are zero */
     bool has_min;
+    int off, umax; /* the type's u8 offset and largest u (quant.h): the AVX2 kernel's method depends on them */
     uint8_t *u;   /* [K/4][GEMM_PANEL][4], 64-byte aligned */
     float *S, *M; /* [K/sb][GEMM_PANEL] each, 64-byte aligned */
 } gemm_panel;
@@ -67,8 +70,21 @@ typedef struct gemm_acts {
     const float *a;    /* [T][K/(sb*ag)] */
 } gemm_acts;
 
-/* Whether the int8 products can run for weights of type t on this CPU: the type has a u8 form, its
- * activation type is Q8_0, Q8_1 or Q8_K, and a SIMD kernel exists (the scalar one is a reference only). */
+/* One token's arrays in a gemm_acts (what a kernel's register tile reads). */
+typedef struct gemm_token {
+    const int8_t *q;   /* [K] */
+    const int32_t *xo; /* [K/sb] */
+    const float *xm;   /* [K/sb] */
+    const float *a;    /* [K/(sb*ag)] */
+} gemm_token;
+
+static inline gemm_token gemm_acts_token(const gemm_acts *x, int t) {
+    const int64_t nsb = x->K / x->sb;
+    return (gemm_token){.q = x->q + (size_t)t * (size_t)x->K, .xo = x->xo + (size_t)t * (size_t)nsb,
+                        .xm = x->xm + (size_t)t * (size_t)nsb, .a = x->a + (size_t)t * (size_t)(nsb / x->ag)};
+}
+
+/* Whether the int8 products can run for weights of type t on this CPU: gemm_run_best(t) is not NULL. */
 bool gemm_supported(enum qtype t);
 
 /* Bytes of one panel's buffers for K values (for the caller's per-thread scratch). */
@@ -101,10 +117,17 @@ void gemm_acts_fill_rows(gemm_acts *a, enum qtype act, const void *xq, size_t xr
 typedef void (*gemm_run_fn)(const gemm_panel *p, const gemm_acts *x, int t0, int t1, const int32_t *rows,
                             float *y, int64_t ldy);
 
-/* The plain-C reference (the oracle of the SIMD kernels) and the fastest kernel on this CPU (NULL if
- * none: callers use vec_dot). */
+/* The plain-C reference (the oracle of the SIMD kernels). */
 void gemm_run_ref(const gemm_panel *p, const gemm_acts *x, int t0, int t1, const int32_t *rows, float *y,
                   int64_t ldy);
-gemm_run_fn gemm_run_best(void);
+
+/* The SIMD kernel of one ISA (AVX-512 VNNI: gemm_avx512.c; AVX2: gemm_avx2.c) for weights of type t; NULL
+ * where this build or CPU lacks it, t has no u8 form, t's activation type is not Q8_0, Q8_1 or Q8_K, or
+ * the kernel has no exact method for t's u8 range (AVX2: u up to 127, or off 128 without mins). Tests
+ * check every one this CPU runs against the reference. */
+gemm_run_fn gemm_run_isa(enum quant_isa isa, enum qtype t);
+
+/* The fastest kernel on this CPU for weights of type t (NULL if none: callers use vec_dot). */
+gemm_run_fn gemm_run_best(enum qtype t);
 
 #endif

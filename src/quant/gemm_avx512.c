@@ -17,17 +17,9 @@ static inline __attribute__((always_inline)) void tile(const gemm_panel *p, cons
                                                        const int32_t *rows, float *y, int64_t ldy, const int sb,
                                                        const bool has_min) {
     const int64_t K = p->K, nsb = K / sb, nag = nsb / x->ag;
-    const int8_t *q[TT];
-    const int32_t *xo[TT];
-    const float *xm[TT], *a[TT];
+    gemm_token tk[TT];
     _Pragma("GCC unroll 4")
-    for (int i = 0; i < TT; i++) {
-        const int ti = t + i < t1 ? t + i : t1 - 1;
-        q[i] = x->q + (size_t)ti * K;
-        xo[i] = x->xo + (size_t)ti * nsb;
-        xm[i] = x->xm + (size_t)ti * nsb;
-        a[i] = x->a + (size_t)ti * nag;
-    }
+    for (int i = 0; i < TT; i++) tk[i] = gemm_acts_token(x, t + i < t1 ? t + i : t1 - 1);
     __m512 acc0[TT], acc1[TT];
     _Pragma("GCC unroll 4")
     for (int i = 0; i < TT; i++) acc0[i] = acc1[i] = _mm512_setzero_ps();
@@ -40,10 +32,10 @@ static inline __attribute__((always_inline)) void tile(const gemm_panel *p, cons
         for (int jj = 0; jj < x->ag; jj++, j++) {
             __m512i s0[TT], s1[TT];
             _Pragma("GCC unroll 4")
-            for (int i = 0; i < TT; i++) s0[i] = s1[i] = _mm512_set1_epi32(xo[i][j]);
+            for (int i = 0; i < TT; i++) s0[i] = s1[i] = _mm512_set1_epi32(tk[i].xo[j]);
             const int8_t *qj[TT];
             _Pragma("GCC unroll 4")
-            for (int i = 0; i < TT; i++) qj[i] = q[i] + j * sb;
+            for (int i = 0; i < TT; i++) qj[i] = tk[i].q + j * sb;
             _Pragma("GCC unroll 8")
             for (int s = 0; s < sb / 4; s++, u += 4 * GEMM_PANEL) {
                 const __m512i w0 = _mm512_load_si512((const void *)u);
@@ -66,7 +58,7 @@ static inline __attribute__((always_inline)) void tile(const gemm_panel *p, cons
         }
         _Pragma("GCC unroll 4")
         for (int i = 0; i < TT; i++) {
-            const __m512 ab = _mm512_set1_ps(a[i][g]);
+            const __m512 ab = _mm512_set1_ps(tk[i].a[g]);
             acc0[i] = _mm512_fmadd_ps(blk0[i], ab, acc0[i]);
             acc1[i] = _mm512_fmadd_ps(blk1[i], ab, acc1[i]);
         }
@@ -76,7 +68,7 @@ static inline __attribute__((always_inline)) void tile(const gemm_panel *p, cons
             const __m512 M0 = _mm512_load_ps(p->M + j * GEMM_PANEL), M1 = _mm512_load_ps(p->M + j * GEMM_PANEL + 16);
             _Pragma("GCC unroll 4")
             for (int i = 0; i < TT; i++) {
-                const __m512 xb = _mm512_set1_ps(xm[i][j]);
+                const __m512 xb = _mm512_set1_ps(tk[i].xm[j]);
                 acc0[i] = _mm512_fnmadd_ps(M0, xb, acc0[i]);
                 acc1[i] = _mm512_fnmadd_ps(M1, xb, acc1[i]);
             }

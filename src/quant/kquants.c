@@ -420,11 +420,11 @@ void quant_register_kquants(quant_table t) {
     t[QT_IQ4_NL][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq4_nl_to_float, .from_float = iq4_nl_from_float, .vec_dot = iq4_nl_vec_dot_q8_0, .vec_dot_type = QT_Q8_0};
     t[QT_IQ4_XS][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq4_xs_to_float, .from_float = iq4_xs_from_float, .vec_dot = iq4_xs_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
     /* u8 forms */
-    t[QT_Q2_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q2_k_to_u8, .sb = 16, .has_min = true};
-    t[QT_Q3_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q3_k_to_u8, .sb = 16, .off = 4};
-    t[QT_Q4_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_k_to_u8, .sb = 32, .has_min = true};
-    t[QT_Q5_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_k_to_u8, .sb = 32, .has_min = true};
-    t[QT_Q6_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q6_k_to_u8, .sb = 16, .off = 32};
-    t[QT_IQ4_NL][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq4_nl_to_u8, .sb = 32, .off = 128};
-    t[QT_IQ4_XS][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq4_xs_to_u8, .sb = 32, .off = 128};
+    t[QT_Q2_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q2_k_to_u8, .sb = 16, .has_min = true, .umax = 3};
+    t[QT_Q3_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q3_k_to_u8, .sb = 16, .off = 4, .umax = 7};
+    t[QT_Q4_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_k_to_u8, .sb = 32, .has_min = true, .umax = 15};
+    t[QT_Q5_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_k_to_u8, .sb = 32, .has_min = true, .umax = 31};
+    t[QT_Q6_K][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q6_k_to_u8, .sb = 16, .off = 32, .umax = 63};
+    t[QT_IQ4_NL][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq4_nl_to_u8, .sb = 32, .off = 128, .umax = 241};
+    t[QT_IQ4_XS][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq4_xs_to_u8, .sb = 32, .off = 128, .umax = 241};
 }

@@ -451,9 +451,9 @@ void quant_register_legacy(quant_table t) {
     /* Q8_1 is only an activation format: no dot product of its own. */
     t[QT_Q8_1][QUANT_ISA_SCALAR] = (quant_ops){.to_float = q8_1_to_float, .from_float = q8_1_from_float, .vec_dot = NULL, .vec_dot_type = QT_Q8_1};
     /* u8 forms: sub-block = the block */
-    t[QT_Q4_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_0_to_u8, .sb = 32, .off = 8};
-    t[QT_Q4_1][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_1_to_u8, .sb = 32, .has_min = true};
-    t[QT_Q5_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_0_to_u8, .sb = 32, .off = 16};
-    t[QT_Q5_1][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_1_to_u8, .sb = 32, .has_min = true};
-    t[QT_Q8_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q8_0_to_u8, .sb = 32, .off = 128};
+    t[QT_Q4_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_0_to_u8, .sb = 32, .off = 8, .umax = 15};
+    t[QT_Q4_1][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q4_1_to_u8, .sb = 32, .has_min = true, .umax = 15};
+    t[QT_Q5_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_0_to_u8, .sb = 32, .off = 16, .umax = 31};
+    t[QT_Q5_1][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q5_1_to_u8, .sb = 32, .has_min = true, .umax = 31};
+    t[QT_Q8_0][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = q8_0_to_u8, .sb = 32, .off = 128, .umax = 255};
 }

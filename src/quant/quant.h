@@ -52,6 +52,7 @@ typedef struct quant_u8_form {
     quant_to_u8_fn to_u8; /* NULL: this type has no u8 form (its matmuls stay on vec_dot) */
     int sb;               /* values per sub-block sharing one S (and M): 16 or 32 */
     int off;              /* the offset subtracted from u: 0..128 */
+    int umax;             /* the largest u this type's to_u8 writes (bounds the int8 products' int16 sums) */
     bool has_min;         /* M is present (x = d * q - m types); otherwise M == 0 */
 } quant_u8_form;
 

@@ -452,7 +452,7 @@ static int subset_construct(nfa *m, int start, int fin, jc_dfa *out) {
         ncls = nc;
     }
     int rep[256], cost[256];
-    for (int c = 0; c < ncls; c++) rep[c] = -1, cost[c] = 0;
+    for (int c = 0; c < 256; c++) rep[c] = -1, cost[c] = 0; /* ncls <= 256 */
     for (int b = 0; b < 256; b++) { /* each class's cheapest writable byte */
         int c = out->cls[b], k = byte_cost((unsigned)b);
         if (rep[c] < 0 || (k && (!cost[c] || k < cost[c]))) rep[c] = b, cost[c] = k;

@@ -140,8 +140,9 @@ int srv_tools_parse(const char *text, size_t len, const srv_tool_names *names, c
     while (p < end) {
         const char *o = find(p, (size_t)(end - p), OPEN);
         if (!o) break;
+        /* without a closing tag after a whole object, the call runs to the end of the reply (the turn ended
+         * right after the JSON; a closing tag inside its strings is not its end) */
         const char *body = o + sizeof OPEN - 1, *cl = call_close(body, end);
-        if (!cl) cl = find(body, (size_t)(end - body), CLOSE);
         const char *bend = cl ? cl : end;
         if (calls_from_text(body, (size_t)(bend - body), names, false, calls, n_calls)) break;
         if (!(*n_calls > 1 && blank(p, (size_t)(o - p)))) memcpy(c + clen, p, (size_t)(o - p)), clen += (size_t)(o - p);

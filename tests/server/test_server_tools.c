@@ -40,6 +40,10 @@ static const want cases[] = {
        (test_schemas.py's forced call on the random model wrote one) */
     {"<tool_call>\n{\"name\": \"add\", \"arguments\": {\"s\": \"x</tool_call>y\"}}\n</tool_call>", 1, "add",
      "{\"s\":\"x</tool_call>y\"}", NULL, ""},
+    /* both: the tag inside a string and no closing tag after the JSON (the ASan pass of CI met it: the
+       forced call was returned as text) */
+    {"<tool_call>\n{\"name\": \"add\", \"arguments\": {\"s\": \"x</tool_call>y\", \"a\": 8}}", 1, "add",
+     "{\"s\":\"x</tool_call>y\",\"a\":8}", NULL, ""},
     /* not calls: plain text stays text */
     {"The weather is nice.", 0, NULL, NULL, NULL, "The weather is nice."},
     {"{\"name\": \"rm_rf\", \"arguments\": {}}", 0, NULL, NULL, NULL, "{\"name\": \"rm_rf\", \"arguments\": {}}"},

@@ -163,7 +163,8 @@ void cpu_mm(exec *ex, const weight *w, int expert, const float *x, float *y, int
     int32_t *rows = cbuf_get(ex, &c->rows, sizeof(int32_t) * (size_t)T, "matmul row list");
     if (!rows) return;
     int nb = 0;
-    if (bulk && gemm_supported(w->type))
+    j.run = bulk ? gemm_run_best(w->type) : NULL;
+    if (j.run)
         for (int t = 0; t < T; t++)
             if (bulk[t]) rows[nb++] = t;
     j.brows = rows;
@@ -182,7 +183,6 @@ void cpu_mm(exec *ex, const weight *w, int expert, const float *x, float *y, int
     if (nb) {
         const int64_t K = w->ne[0];
         const int sb = j.ops.u8.sb, ag = gemm_act_group(j.ops.vec_dot_type, sb);
-        j.run = gemm_run_best();
         j.panel_stride = gemm_panel_bytes(K, sb) + gemm_pack_scratch_bytes(K, sb);
         char *acts = cbuf_get(ex, &c->acts, gemm_acts_bytes(K, sb, ag, nb) + 64, "int8 activations");
         char *panels = cbuf_get(ex, &c->panels, j.panel_stride * (size_t)nt + 64, "weight panels");

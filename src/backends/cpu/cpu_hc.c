@@ -111,7 +111,7 @@ typedef struct sel_job {
 static void sel_range(void *ctx, int64_t t0, int64_t t1, int th) {
     const sel_job *J = ctx;
     float *hs = J->scratch + th * J->per_thread;
-    int32_t *hi = (int32_t *)(hs + J->n_sel);
+    int32_t *hi = (void *)(hs + J->n_sel); /* the scratch's int half */
     for (int64_t t = t0; t < t1; t++) {
         int32_t *st = J->sel + t * J->n_sel;
         const int nb = (J->qpos[t] + 1) / J->c, k = J->n_sel;
@@ -185,7 +185,7 @@ typedef struct sp_job {
 /* cache row r of a [S][Hkv*D] cache of type t as floats (F32 in place) */
 static const float *cache_row(const char *base, enum qtype t, size_t rb, int r, int W, float *buf) {
     const char *p = base + (size_t)r * rb;
-    if (t == QT_F32) return (const float *)p;
+    if (t == QT_F32) return (const void *)p;
     quant_ops_get(t, QUANT_ISA_SCALAR)->to_float(p, buf, W);
     return buf;
 }
@@ -195,7 +195,7 @@ static void sp_range(void *ctx, int64_t t0, int64_t t1, int th) {
     const int W = J->Hkv * J->D, g = J->Hq / J->Hkv, nk = J->n_keys;
     float *sc = J->scratch + th * J->per_thread; /* [Hq][n_keys] */
     float *row = sc + (int64_t)J->Hq * nk;        /* one converted cache row */
-    int32_t *rows = (int32_t *)(row + W);         /* [n_keys] the key rows */
+    int32_t *rows = (void *)(row + W);            /* [n_keys] the key rows */
     for (int64_t t = t0; t < t1; t++) {
         const int p = J->qpos[t], nb = (p + 1) / J->c;
         const int32_t *st = J->sel + t * J->n_sel;

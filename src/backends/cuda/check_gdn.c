@@ -86,7 +86,8 @@ int check_gdn(int Hk, int Hv, enum gdn_head_map map, uint64_t seed, bool bench, 
         (rc = cu_download(g, a.sync, 4 * (size_t)Hv, e)))
         goto done;
     int64_t sync_left = 0; /* the counters must be back at zero (g is reused as scratch for them) */
-    for (int j = 0; j < Hv; j++) sync_left += ((uint32_t *)g)[j] != 0;
+    const uint32_t *counters = (const void *)g;
+    for (int j = 0; j < Hv; j++) sync_left += counters[j] != 0;
     /* the CPU chain */
     memcpy(cst, cin, 4 * nst);
     ref_conv1d_silu(qkv, cst, cw, conv, 1, dc, Kc);
