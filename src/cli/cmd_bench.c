@@ -21,6 +21,9 @@
 #include "cli/cli.h"
 #include "cli/spec_cli.h"
 #include "llm170.h"
+#ifdef LLM170_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 typedef struct bench_cfg {
     int n_prompt, n_gen, reps;
@@ -176,11 +179,11 @@ static int run_eager(const char *path, const llm170_model_params *mp0, const llm
     }
     char desc[96];
     llm170_model_desc(m, desc, sizeof desc);
-    const char *backend = bench_backend;
+    const char *saved_backend = bench_backend;
     bench_backend = "CUDA-eager";
     rc = run_test(ctx, llm170_model_n_vocab(m), desc, (double)llm170_model_size(m) / (1 << 20),
                   (double)llm170_model_n_params(m) / 1e6, mp.n_threads, name, 0, n_gen, n_par, depth, reps, &eager);
-    bench_backend = backend;
+    bench_backend = saved_backend;
     if (!rc) printf("\ncuda graphs: %s %.2f t/s with, %.2f t/s without (%s): %.3fx\n", name, tps, eager, dev, tps / eager);
 done:
     llm170_context_free(ctx);
@@ -279,8 +282,23 @@ int cmd_bench(int argc, char **argv) {
         if (depth) snprintf(name, sizeof name, "tg%d%s @ d%d", n_gen, par, depth);
         else snprintf(name, sizeof name, "tg%d%s", n_gen, par);
         double tps = 0;
+#ifdef LLM170_HAVE_CUDA
+        cuda_graph_stats g0, g1;
+        cuda_graph_stats_get(&g0);
+#endif
         if (run_test(ctx, n_vocab, desc, size_mib, params_m, mp.n_threads, name, 0, n_gen, n_par, depth, reps, &tps))
             goto done;
+#ifdef LLM170_HAVE_CUDA
+        cuda_graph_stats_get(&g1);
+        if (g1.passes > g0.passes && g1.gpu_timed > g0.gpu_timed) {
+            const double n = (double)(g1.passes - g0.passes);
+            printf("cuda graphs: %s, per pass launched as a graph: host %.1f us capturing + %.1f us updating the exec, "
+                   "GPU %.1f us from its first launch to its end (%llu passes, %.1f pieces each)\n", name, (double)(g1.capture_ns - g0.capture_ns) / n / 1e3,
+                   (double)(g1.update_ns - g0.update_ns) / n / 1e3,
+                   (double)(g1.gpu_ns - g0.gpu_ns) / (double)(g1.gpu_timed - g0.gpu_timed) / 1e3,
+                   (unsigned long long)(g1.passes - g0.passes), (double)(g1.launched - g0.launched) / n);
+        }
+#endif
         if (compare_graphs && run_eager(path, &mp, &cp, name, n_gen, n_par, depth, reps, tps)) goto done;
     }
     printf("\nbuild: llm170 %s\n", LLM170_VERSION);

@@ -5,7 +5,7 @@
  * dequantization; 1e-5 of the largest value for float kernels; 5e-3 for flash attention over an f16
  * cache; 1e-4 for the chunked delta rule; an error model of activation rounding for the matmuls). These
  * kernels are reached by it:
- *   covers: k_copy_cols k_set_cols k_gather_rows k_set_int k_get_rows_f k_get_rows_q k_store_rows_f
+ *   covers: k_copy_cols k_set_cols k_gather_rows k_get_rows_f k_get_rows_q k_store_rows_f
  *   covers: k_store_rows_q8_0 k_l2_norm k_add_bias k_scale k_gdn_gates k_conv1d_silu k_moe_combine
  *   covers: k_add_gated_rows k_attention k_gdn_seq k_matmul_f
  * (and, through the executor, gemv / quantize / attn_decode / flash_attn_prefill / gemm_q / gdn_chunk /

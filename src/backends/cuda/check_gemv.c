@@ -128,6 +128,44 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
         (rc = cu_download(xq, dxq, (size_t)T * K, e)) || (rc = cu_download(ds, dds, sizeof(float) * (size_t)T * U * 2, e)))
         goto done;
     double qworst = q8_1_worst(x, xq, ds, (int64_t)T * K);
+    /* the residual form (cuda_gemv_q_res): the same y bit for bit, and res + y rounded once in every res;
+     * then the grouped form (below); res_bad counts every value off */
+    int64_t res_bad = 0;
+    {
+        const size_t ny = (size_t)T * N;
+        float *r0 = hmalloc(sizeof(float) * ny, e), *r1 = hmalloc(sizeof(float) * ny, e), *y2 = hmalloc(sizeof(float) * ny, e);
+        float *dr = r0 ? (fill_normal(&r, r0, (int64_t)ny, 4.0f), dpool_up(&dp, r0, sizeof(float) * ny, e)) : NULL;
+        float *dy2 = dpool_alloc(&dp, sizeof(float) * ny, e);
+        if (!r0 || !r1 || !y2 || !dr || !dy2 || (rc = kcheck(cuda_gemv_q_res(&b.W[0], dxq, dds, dy2, dr, T, 0), e,
+                                                              "cuda_gemv_q_res")) ||
+            (rc = cu_download(r1, dr, sizeof(float) * ny, e)) || (rc = cu_download(y2, dy2, sizeof(float) * ny, e))) {
+            free(r0), free(r1), free(y2);
+            rc = rc ? rc : ERR_NOMEM;
+            goto done;
+        }
+        for (size_t i = 0; i < ny; i++) {
+            const float want = r0[i] + y[i];
+            res_bad += memcmp(&y2[i], &y[i], 4) != 0 || memcmp(&r1[i], &want, 4) != 0;
+        }
+        /* the grouped form (cuda_gemv_q_group): members W, W's first N / 2 + 1 rows and W again, each output
+         * bit-identical to the plain launch's rows */
+        const int64_t n1 = N / 2 + 1;
+        cuda_qmat gw[3] = {b.W[0], b.W[0], b.W[0]};
+        gw[1].N = n1;
+        float *gy[3] = {dy2, dpool_alloc(&dp, sizeof(float) * ny, e), dpool_alloc(&dp, sizeof(float) * ny, e)};
+        for (int m = 0; m < 3 && !rc; m++) {
+            if (!gy[m] || (m == 0 && (rc = kcheck(cuda_gemv_q_group(gw, 3, dxq, dds, gy, T, 0), e, "cuda_gemv_q_group"))) ||
+                (rc = cu_download(y2, gy[m], sizeof(float) * ny, e))) {
+                rc = rc ? rc : e->code;
+                break;
+            }
+            for (int t = 0; t < T; t++)
+                for (int64_t i = 0; i < gw[m].N; i++)
+                    res_bad += memcmp(&y2[(size_t)t * gw[m].N + i], &y[(size_t)t * N + i], 4) != 0;
+        }
+        free(r0), free(r1), free(y2);
+        if (rc) goto done;
+    }
     /* the CPU's activations in its own vec_dot type, and their dequantized values */
     for (int t = 0; t < T; t++) {
         aops->from_float(x + (size_t)t * K, xcq + (size_t)t * arow, K);
@@ -184,9 +222,10 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
     res->tol = 1.0;
     /* the quantizer's rounding reaches its half-step bound by design (ratio ~1.00): it passes or fails the
      * case but is shown in the detail only, so the column shows the GEMV's own margin */
-    res->max_err = fmax(fmax(t1.worst, t2.worst), fmax(t3.worst, qworst > 1 ? INFINITY : 0));
-    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f%s", t1.worst,
-             t2.worst, ati->name, t3.worst, qworst, t1.worst > 1 ? " (exact-int worst at t*N+n shown first)" : "");
+    res->max_err = fmax(fmax(t1.worst, t2.worst), fmax(t3.worst, qworst > 1 || res_bad ? INFINITY : 0));
+    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f; res+group %lld off%s",
+             t1.worst, t2.worst, ati->name, t3.worst, qworst, (long long)res_bad,
+             t1.worst > 1 ? " (exact-int worst at t*N+n shown first)" : "");
     if (t1.worst > 1)
         fprintf(stderr, "gemv %s: output %lld = %.9g, exact %.9g\n", ti->name, (long long)t1.at, t1.got, t1.want);
     if (bench) {
@@ -203,13 +242,14 @@ done:
     return rc;
 }
 
-typedef struct q8_bench { const float *x, *w; int8_t *xq; float *ds; int T, K; bool norm; } q8_bench;
+typedef struct q8_bench { const float *x, *w; int8_t *xq; float *ds; float *y; int T, K, mode; } q8_bench;
 
 static int q8_launch(void *ctx, int i, cudaStream_t s) {
     (void)i;
     q8_bench *b = ctx;
-    int st = b->norm ? cuda_rms_norm_q8_1(b->x, b->w, 1e-6f, b->xq, b->ds, NULL, b->T, b->K, s)
-                     : cuda_quantize_q8_1(b->x, b->xq, b->ds, b->T, b->K, s);
+    int st = b->mode == Q8_NORM     ? cuda_rms_norm_q8_1(b->x, b->w, 1e-6f, b->xq, b->ds, NULL, b->T, b->K, s)
+             : b->mode == Q8_SWIGLU ? cuda_swiglu_q8_1(b->x, b->w, b->xq, b->ds, b->y, b->T, b->K, s)
+                                    : cuda_quantize_q8_1(b->x, b->xq, b->ds, b->T, b->K, s);
     return st ? ERR_IO : 0;
 }
 
@@ -217,11 +257,14 @@ static int q8_launch(void *ctx, int i, cudaStream_t s) {
  * Fused with rms_norm: the normalised row h differs from ref_rms_norm by float rounding only (sum of
  * squares in float over K terms: relative K 2^-24 on the scale, plus two products: 3 2^-24), so every
  * |dx q - h_ref| <= dx / 2 (1 + 2^-20) + (K + 3) 2^-24 |h_ref|, and y (the f32 h) is within
- * (K + 3) 2^-24 |h_ref|. max_err in units of those bounds. */
-int check_q8_1(int T, int K, bool norm, uint64_t seed, bool bench, cuda_check_result *res, err *e) {
+ * (K + 3) 2^-24 |h_ref|. max_err in units of those bounds. Fused with SwiGLU (x the gate, w[T][K] the up
+ * projection): y bit-identical to cuda_swiglu's (checked against a double reference by check_eltwise),
+ * and its q8_1 bit-identical to check_ref_q8_1 of that y (max_err counts differing values). */
+int check_q8_1(int T, int K, int mode, uint64_t seed, bool bench, cuda_check_result *res, err *e) {
     dpool dp = {0};
     int rc = 0, U = K / 32;
-    float *x = hmalloc(sizeof(float) * (size_t)T * K, e), *w = hmalloc(sizeof(float) * (size_t)K, e);
+    const size_t nw = mode == Q8_SWIGLU ? (size_t)T * K : (size_t)K;
+    float *x = hmalloc(sizeof(float) * (size_t)T * K, e), *w = hmalloc(sizeof(float) * nw, e);
     float *h = hmalloc(sizeof(float) * (size_t)T * K, e), *y = hmalloc(sizeof(float) * (size_t)T * K, e);
     float *ds = hmalloc(sizeof(float) * (size_t)T * U * 2, e), *rds = hmalloc(sizeof(float) * (size_t)T * U * 2, e);
     int8_t *q = hmalloc((size_t)T * K, e), *rq = hmalloc((size_t)T * K, e);
@@ -232,29 +275,41 @@ int check_q8_1(int T, int K, bool norm, uint64_t seed, bool bench, cuda_check_re
     rng r;
     rng_seed(&r, seed);
     fill_normal(&r, x, (int64_t)T * K, 3.0f);
-    fill_uniform(&r, w, K, 0.5f, 1.5f);
+    if (mode == Q8_SWIGLU) fill_normal(&r, w, (int64_t)nw, 1.0f);
+    else fill_uniform(&r, w, K, 0.5f, 1.5f);
     for (int i = 0; i < K; i += 97) x[i] *= 40.0f; /* outliers: units with a large amax */
-    float *dx = dpool_up(&dp, x, sizeof(float) * (size_t)T * K, e), *dw = dpool_up(&dp, w, sizeof(float) * (size_t)K, e);
+    float *dx = dpool_up(&dp, x, sizeof(float) * (size_t)T * K, e), *dw = dpool_up(&dp, w, sizeof(float) * nw, e);
     float *dds = dpool_alloc(&dp, sizeof(float) * (size_t)T * U * 2, e), *dy = dpool_alloc(&dp, sizeof(float) * (size_t)T * K, e);
+    float *dh = dpool_alloc(&dp, sizeof(float) * (size_t)T * K, e);
     int8_t *dq = dpool_alloc(&dp, (size_t)T * K, e);
-    if (!dx || !dw || !dds || !dy || !dq) {
+    if (!dx || !dw || !dds || !dy || !dh || !dq) {
         rc = e->code;
         goto done;
     }
-    if (norm) rc = kcheck(cuda_rms_norm_q8_1(dx, dw, 1e-6f, dq, dds, dy, T, K, 0), e, "cuda_rms_norm_q8_1");
+    if (mode == Q8_NORM) rc = kcheck(cuda_rms_norm_q8_1(dx, dw, 1e-6f, dq, dds, dy, T, K, 0), e, "cuda_rms_norm_q8_1");
+    else if (mode == Q8_SWIGLU) {
+        rc = kcheck(cuda_swiglu_q8_1(dx, dw, dq, dds, dy, T, K, 0), e, "cuda_swiglu_q8_1");
+        if (!rc) rc = kcheck(cuda_swiglu(dx, dw, dh, (int64_t)T * K, 0), e, "cuda_swiglu");
+    }
     else rc = kcheck(cuda_quantize_q8_1(dx, dq, dds, T, K, 0), e, "cuda_quantize_q8_1");
     if (rc || (rc = cu_download(q, dq, (size_t)T * K, e)) ||
         (rc = cu_download(ds, dds, sizeof(float) * (size_t)T * U * 2, e)) ||
-        (norm && (rc = cu_download(y, dy, sizeof(float) * (size_t)T * K, e))))
+        (mode != Q8_PLAIN && (rc = cu_download(y, dy, sizeof(float) * (size_t)T * K, e))) ||
+        (mode == Q8_SWIGLU && (rc = cu_download(h, dh, sizeof(float) * (size_t)T * K, e))))
         goto done;
-    if (!norm) {
+    if (mode != Q8_NORM) {
+        const float *src = mode == Q8_SWIGLU ? y : x;
         int64_t bad = 0;
-        for (int t = 0; t < T; t++) check_ref_q8_1(x + (size_t)t * K, rq + (size_t)t * K, rds + (size_t)t * U * 2, K);
+        for (int t = 0; t < T; t++) check_ref_q8_1(src + (size_t)t * K, rq + (size_t)t * K, rds + (size_t)t * U * 2, K);
         for (int64_t i = 0; i < (int64_t)T * K; i++) bad += q[i] != rq[i];
         for (int64_t i = 0; i < (int64_t)T * U * 2; i++) bad += memcmp(&ds[i], &rds[i], 4) != 0;
+        if (mode == Q8_SWIGLU)
+            for (int64_t i = 0; i < (int64_t)T * K; i++) bad += memcmp(&y[i], &h[i], 4) != 0;
         res->max_err = (double)bad;
         res->tol = 0;
-        snprintf(res->detail, sizeof res->detail, "values and scales differing from the host quantizer");
+        snprintf(res->detail, sizeof res->detail, mode == Q8_SWIGLU
+                     ? "y differing from cuda_swiglu's + values and scales differing from the host quantizer of y"
+                     : "values and scales differing from the host quantizer");
     } else {
         ref_rms_norm(x, w, h, T, K, 1e-6f);
         tally tq, ty;
@@ -269,11 +324,11 @@ int check_q8_1(int T, int K, bool norm, uint64_t seed, bool bench, cuda_check_re
         snprintf(res->detail, sizeof res->detail, "/bound: xhat %.2g, y %.2g", tq.worst, ty.worst);
     }
     if (bench) {
-        q8_bench b = {dx, dw, dq, dds, T, K, norm};
+        q8_bench b = {dx, dw, dq, dds, dy, T, K, mode};
         double us;
         if ((rc = cu_time(q8_launch, &b, 1, &us, e))) goto done;
         res->us = us;
-        res->gbps = (double)T * K * (4 + 1 + 0.25 + (norm ? 4 : 0)) / us * 1e-3;
+        res->gbps = (double)T * K * (4 + 1 + 0.25 + (mode == Q8_NORM ? 4 : mode == Q8_SWIGLU ? 8 : 0)) / us * 1e-3;
     }
 done:
     dpool_free(&dp);

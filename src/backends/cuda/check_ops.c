@@ -1,6 +1,6 @@
 /* check_ops: conformance cases of the small decode ops: rms_norm (kernels/norm.cu), the element-wise
  * gates and residual add (kernels/eltwise.cu) and RoPE (kernels/rope.cu), against engine/ops_ref.h.
- *   covers: k_rms_norm k_swiglu k_geglu k_sigmoid_mul k_add k_rope
+ *   covers: k_rms_norm k_swiglu k_geglu k_sigmoid_mul k_add k_rope k_spin
  * Error models are stated per case; max_err is the worst |gpu - ref| / bound (tol = 1). */
 #include <math.h>
 #include <stdio.h>
@@ -170,5 +170,32 @@ int check_rope(int T, int H, int D, int n_rot, enum rope_mode mode, bool factors
 done:
     dpool_free(&dp);
     free(x), free(y), free(ref), free(f), free(pos);
+    return rc;
+}
+
+/* the op profile's device-side spin (cuda_prof.c): a spin of us microseconds, timed by events around it,
+ * lasts at least us and less than us + 20 ms (a launch and two event records). max_err: measured / us
+ * outside that range counts as 1e9. */
+int check_spin(int us, cuda_check_result *res, err *e) {
+    cudaEvent_t a = NULL, b = NULL;
+    int rc = 0;
+    float ms = 0;
+    if (cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess) {
+        rc = err_set(e, ERR_IO, "cudaEventCreate failed");
+        goto done;
+    }
+    if (cudaEventRecord(a, 0) != cudaSuccess || (rc = kcheck(cuda_spin_us(us, 0), e, "cuda_spin_us")) ||
+        cudaEventRecord(b, 0) != cudaSuccess || cudaEventSynchronize(b) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+        rc = rc ? rc : err_set(e, ERR_IO, "timing the spin failed");
+        goto done;
+    }
+    res->max_err = ms * 1000.0 >= us && ms * 1000.0 < us + 20000.0 ? 0 : 1e9;
+    res->tol = 0;
+    snprintf(res->detail, sizeof res->detail, "spun %.1f us for %d us", ms * 1000.0, us);
+done:
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+    cudaGetLastError();
     return rc;
 }

@@ -51,6 +51,8 @@ static bool is_float_type(enum qtype t) { return t == QT_F32 || t == QT_F16 || t
  * the ops since the last download (a pass without one) are launched first */
 void cx_begin_pass(exec *x, const pass_span *spans, int n_spans) {
     x->stats.n_ops++;
+    cx_pend_flush(x, NULL); /* the previous pass's last op, if it had no download */
+    cx_of(x)->xq_src = NULL;
     cx_graph_end(x);
     pass_rows_begin(x, &cx_of(x)->pr, spans, n_spans);
     cx_graph_begin(x);
@@ -69,12 +71,65 @@ static cuda_qmat expert_qmat(const cuda_weight *cw, int e) {
     return q;
 }
 
-/* rows [r0, r0 + n) of x through the GEMV, 8 at a time */
+/* xq / ds = q8_1 of in[n][K], unless they already hold exactly that (q, k and v, or gate and up, read one
+ * input: one quantization serves them; the record is dropped by every other op, upload and download, and
+ * by a matmul whose output overlaps it) */
+static int quantize_in(exec *x, const float *in, int n, int64_t K, const char *op, const char *name) {
+    cuda_exec *c = cx_of(x);
+    if (c->xq_src == in && c->xq_n == n && c->xq_K == K) return 0;
+    cx_prof_mark(x, "quantize_q8_1", NULL);
+    c->xq_src = NULL;
+    if (cx_kfail(x, cuda_quantize_q8_1(in, c->xq, c->ds, n, (int)K, c->st), op, name)) return 1;
+    c->xq_src = in, c->xq_n = n, c->xq_K = K;
+    return 0;
+}
+
+/* a matmul wrote y[0 .. n): the quantized input record is void if that overlaps it */
+static void wrote(cuda_exec *c, const float *y, int64_t n) {
+    if (c->xq_src && y < c->xq_src + (int64_t)c->xq_n * c->xq_K && c->xq_src < y + n) c->xq_src = NULL;
+}
+
+void cx_pend_flush(exec *x, float *res) {
+    cuda_exec *c = cx_of(x);
+    const int n = c->pend.n;
+    if (!n) return;
+    c->pend.n = 0;
+    if (x->status) return;
+    const int st = res      ? cuda_gemv_q_res(&c->pend.q[0], c->xq, c->ds, c->pend.y[0], res, c->pend.T, c->st)
+                   : n == 1 ? cuda_gemv_q(&c->pend.q[0], c->xq, c->ds, c->pend.y[0], c->pend.T, c->st)
+                            : cuda_gemv_q_group(c->pend.q, n, c->xq, c->ds, c->pend.y, c->pend.T, c->st);
+    cx_kfail(x, st, "matmul", c->pend.name);
+}
+
+/* Whether a GEMV of W over in[T] into y may join the pending ones: the same q8_1 rows (in is what xq
+ * holds), type and width, room in the group, and y apart from every pending output. */
+static bool pend_joins(const cuda_exec *c, const cuda_weight *cw, const float *in, const float *y, int T) {
+    if (!c->pend.n || c->pend.n >= 3 || !cw->planes || c->pend.T != T || T > CUDA_GEMV_MAX_ROWS ||
+        c->xq_src != in || c->xq_n != T || c->xq_K != cw->K || cw->type != c->pend.q[0].type ||
+        cw->K != c->pend.q[0].K)
+        return false;
+    const int64_t ny = (int64_t)T * cw->N;
+    for (int i = 0; i < c->pend.n; i++) {
+        const int64_t np = (int64_t)T * c->pend.q[i].N;
+        if (y < c->pend.y[i] + np && c->pend.y[i] < y + ny) return false;
+    }
+    return true;
+}
+
+/* rows [r0, r0 + n) of x through the GEMV, 8 at a time (a single launch is deferred: cx_pend_flush) */
 static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *in, float *y, int r0, int n) {
     cuda_exec *c = cx_of(x);
     const int64_t K = q->K, N = q->N, U = K / 32;
-    if (cx_kfail(x, cuda_quantize_q8_1(in + (int64_t)r0 * K, c->xq, c->ds, n, (int)K, c->st), "matmul", w->name))
+    const bool joins = r0 == 0 && pend_joins(c, w->data, in, y, n);
+    if (!joins) cx_pend_flush(x, NULL); /* it reads xq */
+    if (!joins && quantize_in(x, in + (int64_t)r0 * K, n, K, "matmul", w->name)) return;
+    cx_prof_mark(x, "gemv", w->name);
+    if (n <= CUDA_GEMV_MAX_ROWS) { /* deferred: another GEMV or an add may join the launch */
+        if (!joins) c->pend.T = n, c->pend.name = w->name;
+        c->pend.q[c->pend.n] = *q, c->pend.y[c->pend.n] = y + (int64_t)r0 * N;
+        c->pend.n++;
         return;
+    }
     for (int t = 0; t < n; t += CUDA_GEMV_MAX_ROWS) {
         const int m = n - t < CUDA_GEMV_MAX_ROWS ? n - t : CUDA_GEMV_MAX_ROWS;
         if (cx_kfail(x, cuda_gemv_q(q, c->xq + (int64_t)t * K, c->ds + (int64_t)t * U * 2, y + (int64_t)(r0 + t) * N, m,
@@ -95,7 +150,9 @@ static void mm_gemm(exec *x, const weight *w, int expert, const float *in, float
         mm_gemv(x, w, &q, in, y, r0, n);
         return;
     }
+    cx_prof_mark(x, "to_bf16", NULL);
     if (cx_kfail(x, cuda_f32_to_bf16(in + (int64_t)r0 * K, c->xb, (int64_t)n * K, c->st), "matmul", w->name)) return;
+    cx_prof_mark(x, "gemm", w->name);
     cx_kfail(x, cuda_gemm_q((int)cw->type, raw, c->xb, y + (int64_t)r0 * N, n, (int)N, (int)K, c->st), "matmul",
              w->name);
 }
@@ -105,6 +162,8 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
     x->stats.n_ops++;
     if (x->status || T <= 0) return;
     const cuda_weight *cw = w->data;
+    if (!pend_joins(c, cw, in, y, T)) cx_pend_flush(x, NULL);
+    cx_graph_tick(x);
     const uint8_t *fam; /* per row: 1 GEMM, 0 GEMV; NULL: all GEMV */
     if (!pass_rows_family(x, &c->pr, w->name, T, rows, &fam)) return;
     if (T > c->pr.R || cw->K > c->K) {
@@ -117,9 +176,11 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
         return;
     }
     if (is_float_type(cw->type)) { /* one kernel for every row: no family to choose */
+        cx_prof_mark(x, "matmul_f", w->name);
         const char *raw = (const char *)cw->raw + (size_t)expert * (size_t)cw->N * qtype_row_bytes(cw->type, cw->K);
         cx_kfail(x, cuda_matmul_f((int)cw->type, raw, in, y, (int)cw->N, (int)cw->K, T, NULL, 1, 1, c->st), "matmul",
                  w->name);
+        wrote(c, y, (int64_t)T * cw->N);
         return;
     }
     const cuda_qmat q = expert_qmat(cw, expert);
@@ -131,6 +192,7 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
         else mm_gemv(x, w, &q, in, y, r0, r1 - r0);
         r0 = r1;
     }
+    wrote(c, y, (int64_t)T * cw->N);
 }
 
 /* Every routed slot in one launch (one block row per slot, its expert's rows read by id on the device):
@@ -153,18 +215,23 @@ void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, cons
     }
     if (!T) return;
     const int xdiv = in_per_slot ? 1 : K;
+    cx_pend_flush(x, NULL);
+    cx_graph_tick(x);
     if (is_float_type(cw->type)) {
+        cx_prof_mark(x, "matmul_experts", w->name);
         cx_kfail(x, cuda_matmul_f((int)cw->type, cw->raw, in, y, (int)cw->N, (int)cw->K, (int)slots, sel, (int)cw->E,
                                   xdiv, c->st),
                  "matmul_experts", w->name);
+        wrote(c, y, slots * cw->N);
         return;
     }
     cuda_qmat q = cw->q;
     q.N = cw->N; /* rows per expert; the kernel offsets by sel * N */
-    if (cx_kfail(x, cuda_quantize_q8_1(in, c->xq, c->ds, (int)n_in, (int)cw->K, c->st), "matmul_experts", w->name))
-        return;
+    if (quantize_in(x, in, (int)n_in, cw->K, "matmul_experts", w->name)) return;
+    cx_prof_mark(x, "gemv_experts", w->name);
     cx_kfail(x, cuda_gemv_q_experts(&q, (int)cw->E, sel, (int)slots, xdiv, c->xq, c->ds, y, c->st), "matmul_experts",
              w->name);
+    wrote(c, y, slots * cw->N);
 }
 
 /* ---------------------------------------------------------------- device */
@@ -277,12 +344,14 @@ void cx_destroy(exec *x) {
     if (!x) return;
     cuda_exec *c = x->impl;
     if (c) {
+        c->pend.n = 0;
         cx_graph_free(c); /* an open capture is discarded */
         if (c->st) {
             cudaStreamSynchronize(c->st);
             cudaStreamDestroy(c->st);
         }
-        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->nkv};
+        cx_prof_free(c); /* prints the op profile */
+        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn};
         for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) cu_free(dbufs[i]);
         pass_rows_free(&c->pr);
         free(c);
@@ -305,7 +374,7 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
     }
     x->dev = b, x->ops = &cuda_exec_ops, x->impl = c;
     c->d = d;
-    c->graphs = d->graphs;
+    c->graphs = d->graphs && !cx_prof_wanted(); /* a profiled pass runs eagerly (cuda_prof.c) */
     c->plan = *plan;
     const int maxT = plan->max_tokens > 0 ? plan->max_tokens : 1;
     c->plan.max_tokens = maxT;
@@ -328,7 +397,6 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
         {(void **)&c->xb, R * (size_t)K * 2},
         {(void **)&c->attn, (size_t)c->attn_n * sizeof(float)},
         {(void **)&c->gdn, (size_t)c->gdn_n * sizeof(float)},
-        {(void **)&c->nkv, 64},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) total += want[i].n;
@@ -344,7 +412,7 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
         }
     }
     if (cu_check(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking), e, "cudaStreamCreate") ||
-        cx_graph_init(c, e)) {
+        cx_graph_init(c, e) || (cx_prof_wanted() && cx_prof_init(c, e))) {
         cx_destroy(x);
         return NULL;
     }

@@ -20,6 +20,10 @@ void cuda_backend_register(void);
  * too big for the staging buffer, a capture the driver refused to begin). */
 typedef struct cuda_graph_stats {
     uint64_t launched, updated, instantiated, eager;
+    uint64_t passes; /* passes run as graphs (each launched in one or more pieces: `launched` counts pieces) */
+    /* host time capturing passes (their ops' launch calls) and updating / instantiating execs; GPU time of
+     * the graphs (events around each launch) over gpu_timed launches */
+    uint64_t capture_ns, update_ns, gpu_ns, gpu_timed;
 } cuda_graph_stats;
 void cuda_graph_stats_get(cuda_graph_stats *s);
 

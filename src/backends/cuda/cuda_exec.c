@@ -1,8 +1,7 @@
 /* cuda_exec: the CUDA executor's ops other than the matmuls (cuda_backend.c). Each is one or two kernel
  * launches on the executor's stream (kernels.h); transfers are async copies on it, and a download is the
  * only place the host waits for the device. Kernel choice per op:
- *  - attention: T = 1 over an F16 cache -> the split-K decode kernel (n_kv written on the device by a tiny
- *    kernel, so nothing is read back); T > 1 over an F16 cache with D = 64, 128, 256 -> flash attention
+ *  - attention: T = 1 over an F16 cache -> the split-K decode kernel (S cached positions, a kernel parameter); T > 1 over an F16 cache with D = 64, 128, 256 -> flash attention
  *    (the first query's position read on the device); anything else -> the general kernel (attention.cu);
  *  - gdn: T > 1 with Dk = Dv = 128 -> the chunked kernel; otherwise the step form over the T tokens;
  *  - gated_norm: rms_norm then silu(z) * o (two launches), rms_norm_heads: rms_norm over T * H rows.
@@ -13,7 +12,10 @@
 
 #include "backends/cuda/cuda_impl.h"
 
-#define OP(x) ((x)->stats.n_ops++)
+/* counts the op; under LLM170_CUDA_PROFILE marks its start (cuda_prof.c) */
+#define OP(x, name)                                                                                              \
+    ((x)->stats.n_ops++, cx_pend_flush((x), NULL), cx_of(x)->xq_src = NULL, cx_graph_tick(x),                    \
+     cx_prof_mark((x), (name), NULL))
 #define ST(x) (cx_of(x)->st)
 /* run a launcher unless the executor already failed */
 #define RUN(x, op, call)                              \
@@ -29,6 +31,9 @@ static void cu_fail(exec *x, cudaError_t ce, const char *what) {
 /* while a small pass is captured, through the graph's staging buffer (cuda_graph.c) */
 static void cx_upload(exec *x, void *dst, const void *src, size_t bytes) {
     x->stats.n_uploads++;
+    cx_pend_flush(x, NULL);
+    cx_of(x)->xq_src = NULL;
+    cx_prof_mark(x, "upload", NULL);
     if (!bytes || x->status || cx_graph_upload(x, dst, src, bytes)) return;
     if (!x->status) cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ST(x)), "upload");
 }
@@ -37,116 +42,159 @@ static void cx_upload(exec *x, void *dst, const void *src, size_t bytes) {
  * pass is launched first (or discarded if it failed) */
 static void cx_download(exec *x, void *dst, const void *src, size_t bytes) {
     x->stats.n_downloads++;
+    cx_pend_flush(x, NULL);
+    cx_of(x)->xq_src = NULL;
     cx_graph_end(x);
     if (!bytes || x->status) return;
+    cx_prof_mark(x, "download", NULL); /* the end of the pass's last op */
     cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ST(x)), "download");
     if (!x->status) cu_fail(x, cudaStreamSynchronize(ST(x)), "download (the pass's kernels)");
+    if (!x->status) cx_prof_collect(x), cx_graph_timed(cx_of(x));
     if (!x->status) cx_of(x)->inflight = false;
 }
 
 static void cx_copy(exec *x, float *dst, const float *src, int64_t n) {
-    OP(x);
+    OP(x, "copy");
     if (n > 0 && !x->status)
         cu_fail(x, cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, ST(x)), "copy");
 }
 
 static void cx_zero(exec *x, float *dst, int64_t n) {
-    OP(x);
+    OP(x, "zero");
     if (n > 0 && !x->status) cu_fail(x, cudaMemsetAsync(dst, 0, sizeof(float) * (size_t)n, ST(x)), "zero");
 }
 
 static void cx_get_rows(exec *x, const weight *w, const int32_t *ids, float *y, int T) {
-    OP(x);
+    OP(x, "get_rows");
     const cuda_weight *cw = w->data;
     if (cw->planes) RUN(x, "get_rows", cuda_get_rows_q(&cw->q, ids, y, T, ST(x)));
     else RUN(x, "get_rows", cuda_get_rows_f((int)cw->type, cw->raw, ids, y, T, cw->K, ST(x)));
 }
 
+/* Whether an op that writes y[T][K] may also write its q8_1 for the GEMV of a matmul that reads y next
+ * (cuda_backend.c quantize_in): a pass small enough for the GEMV, rows the scratch holds, y apart from the
+ * op's inputs (the fused kernels read each row whole before writing). */
+static bool fuse_q8(exec *x, const float *y, int T, int64_t K, const float *in0, const float *in1) {
+    const cuda_exec *c = cx_of(x);
+    const int64_t n = (int64_t)T * K;
+    const float *ins[2] = {in0, in1};
+    if (x->status || T < 1 || T > CUDA_GEMV_MAX_ROWS || T > c->RK || K < 32 || K % 32 || K > c->K) return false;
+    for (int i = 0; i < 2; i++)
+        if (ins[i] && ins[i] < y + n && y < ins[i] + n) return false;
+    return true;
+}
+
+/* the q8_1 rows in xq / ds are now those of y[T][K] */
+static void fused_q8(exec *x, const float *y, int T, int64_t K) {
+    cuda_exec *c = cx_of(x);
+    if (!x->status) c->xq_src = y, c->xq_n = T, c->xq_K = K;
+}
+
 static void cx_rms_norm(exec *x, const float *in, const weight *w, float *y, int T, int C, float eps) {
-    OP(x);
+    OP(x, "rms_norm");
     const float *wd = w ? cx_f32(x, w, "rms_norm") : NULL;
-    if (T > 0) RUN(x, "rms_norm", cuda_rms_norm(in, wd, y, T, C, eps, ST(x)));
+    if (T <= 0) return;
+    if (fuse_q8(x, y, T, C, in, NULL)) {
+        RUN(x, "rms_norm", cuda_rms_norm_q8_1(in, wd, eps, cx_of(x)->xq, cx_of(x)->ds, y, T, C, ST(x)));
+        fused_q8(x, y, T, C);
+        return;
+    }
+    RUN(x, "rms_norm", cuda_rms_norm(in, wd, y, T, C, eps, ST(x)));
 }
 
 static void cx_rms_norm_heads(exec *x, float *io, const weight *w, int T, int H, int D, float eps) {
-    OP(x);
+    OP(x, "rms_norm_heads");
     const float *wd = w ? cx_f32(x, w, "rms_norm_heads") : NULL;
     if (T > 0) RUN(x, "rms_norm_heads", cuda_rms_norm(io, wd, io, T * H, D, eps, ST(x)));
 }
 
 static void cx_add(exec *x, float *y, const float *in, int64_t n) {
-    OP(x);
+    cuda_exec *c = cx_of(x);
+    if (c->pend.n == 1 && in == c->pend.y[0] && n == (int64_t)c->pend.T * c->pend.q[0].N &&
+        (y + n <= c->pend.y[0] || c->pend.y[0] + n <= y)) { /* y += the GEMV just deferred: one launch for both */
+        x->stats.n_ops++;
+        c->xq_src = NULL;
+        cx_pend_flush(x, y);
+        return;
+    }
+    OP(x, "add");
     if (n <= 0) return;
     if (((uintptr_t)y | (uintptr_t)in) & 15) RUN(x, "add", cuda_add_bias(y, in, 1, n, ST(x))); /* y[i] += in[i] */
     else RUN(x, "add", cuda_add(y, in, n, ST(x)));
 }
 
 static void cx_swiglu(exec *x, const float *g, const float *u, float *y, int64_t n) {
-    OP(x);
-    if (n > 0) RUN(x, "swiglu", cuda_swiglu(g, u, y, n, ST(x)));
+    OP(x, "swiglu");
+    if (n <= 0) return;
+    const int T = cx_of(x)->pr.T; /* y is [T][n / T] when the op covers the pass's rows (not routed slots) */
+    if (T > 0 && n % T == 0 && fuse_q8(x, y, T, n / T, NULL, NULL)) {
+        RUN(x, "swiglu", cuda_swiglu_q8_1(g, u, cx_of(x)->xq, cx_of(x)->ds, y, T, (int)(n / T), ST(x)));
+        fused_q8(x, y, T, n / T);
+        return;
+    }
+    RUN(x, "swiglu", cuda_swiglu(g, u, y, n, ST(x)));
 }
 
 static void cx_geglu(exec *x, const float *g, const float *u, float *y, int64_t n) {
-    OP(x);
+    OP(x, "geglu");
     if (n > 0) RUN(x, "geglu", cuda_geglu(g, u, y, n, ST(x)));
 }
 
 static void cx_sigmoid_mul(exec *x, float *y, const float *gate, int64_t n) {
-    OP(x);
+    OP(x, "sigmoid_mul");
     if (n > 0) RUN(x, "sigmoid_mul", cuda_sigmoid_mul(y, gate, n, ST(x)));
 }
 
 static void cx_copy_cols(exec *x, float *dst, const float *src, int64_t rows, int64_t src_stride, int64_t offset,
                          int64_t n) {
-    OP(x);
+    OP(x, "copy_cols");
     RUN(x, "copy_cols", cuda_copy_cols(dst, src, rows, src_stride, offset, n, ST(x)));
 }
 
 static void cx_set_cols(exec *x, float *dst, const float *src, int64_t rows, int64_t dst_stride, int64_t offset,
                         int64_t n) {
-    OP(x);
+    OP(x, "set_cols");
     RUN(x, "set_cols", cuda_set_cols(dst, src, rows, dst_stride, offset, n, ST(x)));
 }
 
 static void cx_gather_rows(exec *x, float *dst, const float *src, const int32_t *idx, int n, int C) {
-    OP(x);
+    OP(x, "gather_rows");
     RUN(x, "gather_rows", cuda_gather_rows(dst, src, idx, n, C, ST(x)));
 }
 
 static void cx_rope(exec *x, float *io, const int32_t *pos, int T, int H, int D, const rope_params *rp,
                     const weight *factors) {
-    OP(x);
+    OP(x, "rope");
     const float *f = factors ? cx_f32(x, factors, "rope") : NULL;
     if (T > 0) RUN(x, "rope", cuda_rope(io, pos, T, H, D, rp, f, ST(x)));
 }
 
 static void cx_add_bias(exec *x, float *y, const weight *bias, int T, int N) {
-    OP(x);
+    OP(x, "add_bias");
     const float *b = cx_f32(x, bias, "add_bias");
     if (b) RUN(x, "add_bias", cuda_add_bias(y, b, T, N, ST(x)));
 }
 
 static void cx_scale(exec *x, float *y, float s, int64_t n) {
-    OP(x);
+    OP(x, "scale");
     RUN(x, "scale", cuda_scale(y, s, n, ST(x)));
 }
 
 static void cx_l2_norm(exec *x, float *io, int T, int H, int D, float eps, float scale) {
-    OP(x);
+    OP(x, "l2_norm");
     RUN(x, "l2_norm", cuda_l2_norm(io, (int64_t)T * H, D, eps, scale, ST(x)));
 }
 
 static void cx_attention(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv,
                          float *out, const int32_t *qpos, const int32_t *kpos, int T, int S, int Hq, int Hkv, int D,
                          float scale, int window) {
-    OP(x);
+    OP(x, "attention");
     cuda_exec *c = cx_of(x);
     if (x->status || T <= 0) return;
     const bool f16 = tk == QT_F16 && tv == QT_F16 && Hkv > 0 && Hq % Hkv == 0;
     if (f16 && T == 1 && D % 32 == 0 && D <= 256 && Hq / Hkv <= 8 && S >= 1 &&
         cuda_attn_decode_scratch(S, Hq, D) <= c->attn_n) {
-        RUN(x, "attention", cuda_set_int(c->nkv, S, c->st));
-        RUN(x, "attention", cuda_attn_decode(q, k, v, out, qpos, kpos, c->nkv, S, Hq, Hkv, D, scale, window, c->attn,
+        RUN(x, "attention", cuda_attn_decode(q, k, v, out, qpos, kpos, NULL, S, Hq, Hkv, D, scale, window, c->attn,
                                              c->st));
         return;
     }
@@ -159,26 +207,26 @@ static void cx_attention(exec *x, const float *q, const void *k, const void *v, 
 }
 
 static void cx_store_rows(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width) {
-    OP(x);
+    OP(x, "store_rows");
     RUN(x, "store_rows", cuda_store_rows(dst, (int)type, src, rows, width, ST(x)));
 }
 
 static void cx_conv1d_silu(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch, int K) {
-    OP(x);
+    OP(x, "conv1d_silu");
     const float *wd = cx_f32(x, w, "conv1d_silu");
     if (wd) RUN(x, "conv1d_silu", cuda_conv1d_silu(in, state, wd, y, T, Ch, K, ST(x)));
 }
 
 static void cx_gdn_gates(exec *x, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias, int T,
                          int Hv) {
-    OP(x);
+    OP(x, "gdn_gates");
     const float *A = cx_f32(x, ssm_a, "gdn_gates"), *dt = cx_f32(x, dt_bias, "gdn_gates");
     if (A && dt) RUN(x, "gdn_gates", cuda_gdn_gates(alpha_to_g, beta, A, dt, T, Hv, ST(x)));
 }
 
 static void cx_gdn(exec *x, float *S, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, float *o, int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map) {
-    OP(x);
+    OP(x, "gdn");
     cuda_exec *c = cx_of(x);
     if (T > 1 && Dk == 128 && Dv == 128 && cuda_gdn_chunk_scratch(T, Hv) <= c->gdn_n)
         RUN(x, "gdn", cuda_gdn_chunk(S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, map, c->gdn, c->st));
@@ -187,7 +235,7 @@ static void cx_gdn(exec *x, float *S, const float *q, const float *k, const floa
 }
 
 static void cx_gated_norm(exec *x, float *o, const float *z, const weight *w, int T, int Hv, int Dv, float eps) {
-    OP(x);
+    OP(x, "gated_norm");
     const float *wd = cx_f32(x, w, "gated_norm");
     if (!wd || T <= 0) return;
     RUN(x, "gated_norm", cuda_rms_norm(o, wd, o, T * Hv, Dv, eps, ST(x)));
@@ -196,7 +244,7 @@ static void cx_gated_norm(exec *x, float *o, const float *z, const weight *w, in
 
 static void cx_moe_route(exec *x, const float *logits, int32_t *sel, float *wsel, int T, int E, int K,
                          enum moe_gating gating, bool renorm) {
-    OP(x);
+    OP(x, "moe_route");
     if (K < 1 || K > E) {
         exec_fail(x, ERR_ARG, "moe_route: top %d of %d experts", K, E);
         return;
@@ -208,12 +256,12 @@ static void cx_moe_route(exec *x, const float *logits, int32_t *sel, float *wsel
 
 static void cx_moe_combine(exec *x, float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K,
                            int C) {
-    OP(x);
+    OP(x, "moe_combine");
     RUN(x, "moe_combine", cuda_moe_combine(y, ys, sel, wsel, T, K, C, ST(x)));
 }
 
 static void cx_add_gated_rows(exec *x, float *y, const float *in, const float *gate, int T, int C) {
-    OP(x);
+    OP(x, "add_gated_rows");
     RUN(x, "add_gated_rows", cuda_add_gated_rows(y, in, gate, T, C, ST(x)));
 }
 

@@ -28,18 +28,41 @@
  *    attention and chunked GDN launchers, which 2..8-token passes reach, are host-side calls that capture
  *    permits). */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "base/timer.h"
 
-static _Atomic uint64_t n_launched, n_updated, n_instantiated, n_eager;
+static _Atomic uint64_t n_launched, n_passes, n_updated, n_instantiated, n_eager;
+static _Atomic uint64_t ns_capture, ns_update, ns_gpu, n_gpu_timed; /* where a graph pass's time goes */
 
 void cuda_graph_stats_get(cuda_graph_stats *s) {
     s->launched = atomic_load(&n_launched);
+    s->passes = atomic_load(&n_passes);
     s->updated = atomic_load(&n_updated);
     s->instantiated = atomic_load(&n_instantiated);
     s->eager = atomic_load(&n_eager);
+    s->capture_ns = atomic_load(&ns_capture);
+    s->update_ns = atomic_load(&ns_update);
+    s->gpu_ns = atomic_load(&ns_gpu);
+    s->gpu_timed = atomic_load(&n_gpu_timed);
+}
+
+static uint64_t now_ns(void) { return (uint64_t)(timer_now() * 1e9); }
+
+/* after a download's wait: the GPU time of the graph launched in this pass */
+void cx_graph_timed(cuda_exec *c) {
+    if (!c->gtimed) return;
+    c->gtimed = false;
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, c->gev[0], c->gev[1]) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    atomic_fetch_add(&ns_gpu, (uint64_t)(ms * 1e6f));
+    atomic_fetch_add(&n_gpu_timed, 1);
 }
 
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -49,6 +72,10 @@ static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
  * MTP pass's hidden states); each piece 256-byte aligned, plus 4 KiB of slack. */
 int cx_graph_init(cuda_exec *c, err *e) {
     if (!c->graphs) return 0;
+    c->piece_first = CUDA_GRAPH_FIRST_OPS, c->piece_ops = CUDA_GRAPH_PIECE_OPS;
+    const char *pv = getenv("LLM170_CUDA_GRAPH_PIECES"); /* tuning: "first,later" ops a piece */
+    if (pv && sscanf(pv, "%d,%d", &c->piece_first, &c->piece_ops) != 2)
+        return err_set(e, ERR_ARG, "LLM170_CUDA_GRAPH_PIECES='%s': want two numbers, \"first,later\" (0,0: one piece)", pv);
     const size_t T = (size_t)(c->plan.max_tokens < CUDA_GEMV_MAX_ROWS ? c->plan.max_tokens : CUDA_GEMV_MAX_ROWS);
     c->stage_n = 3 * align256(T * sizeof(int32_t)) + align256(T * (size_t)c->K * sizeof(float)) + 4096;
     void *p = NULL;
@@ -59,6 +86,10 @@ int cx_graph_init(cuda_exec *c, err *e) {
     }
     c->stage = p;
     memset(c->stage, 0, c->stage_n);
+    if (cudaEventCreate(&c->gev[0]) != cudaSuccess || cudaEventCreate(&c->gev[1]) != cudaSuccess) {
+        cudaGetLastError();
+        return err_set(e, ERR_IO, "cannot create a cuda executor: cudaEventCreate failed");
+    }
     return 0;
 }
 
@@ -79,12 +110,15 @@ static cudaGraph_t end_capture(exec *x) {
     return g;
 }
 
-void cx_graph_end(exec *x) {
+/* ends the open capture and launches its piece: the exec kept for this pass size and piece is updated in
+ * place with the new graph (same topology, new kernel parameters) or, when refused, instantiated anew */
+static void launch_piece(exec *x) {
     cuda_exec *c = cx_of(x);
-    if (!c->capturing) return;
     cudaGraph_t g = end_capture(x);
     if (!g) return;
-    cudaGraphExec_t *ge = &c->gexec[c->cap_T];
+    const uint64_t t1 = now_ns();
+    atomic_fetch_add(&ns_capture, t1 - c->t_capture);
+    cudaGraphExec_t *ge = &c->gexec[c->cap_T][c->cap_chunk];
     if (*ge) {
         cudaGraphExecUpdateResultInfo info;
         if (cudaGraphExecUpdate(*ge, g, &info) == cudaSuccess) {
@@ -102,20 +136,60 @@ void cx_graph_end(exec *x) {
         else atomic_fetch_add(&n_instantiated, 1);
     }
     cudaGraphDestroy(g);
+    atomic_fetch_add(&ns_update, now_ns() - t1);
+    if (c->cap_chunk == 0) c->pass_timed = ce == cudaSuccess && cudaEventRecord(c->gev[0], c->st) == cudaSuccess;
     if (ce == cudaSuccess) ce = cudaGraphLaunch(*ge, c->st);
+    cudaGetLastError();
     if (ce != cudaSuccess) {
+        c->pass_timed = false;
         exec_fail(x, ERR_IO, "running the pass's graph: cuda error %s (%s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
         return;
     }
     atomic_fetch_add(&n_launched, 1);
+    if (c->cap_chunk == 0) atomic_fetch_add(&n_passes, 1);
     c->inflight = true;
+}
+
+/* starts capturing piece `chunk` of the current pass */
+static bool begin_piece(exec *x, int chunk) {
+    cuda_exec *c = cx_of(x);
+    if (cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError(); /* the rest of the pass runs eagerly */
+        atomic_fetch_add(&n_eager, 1);
+        return false;
+    }
+    c->capturing = true;
+    c->t_capture = now_ns();
+    c->cap_chunk = chunk;
+    c->cap_ops = 0;
+    return true;
+}
+
+void cx_graph_end(exec *x) {
+    cuda_exec *c = cx_of(x);
+    if (!c->capturing) return;
+    launch_piece(x);
+    /* the pass's GPU span: from its first piece's launch to the end of its last */
+    c->gtimed = c->pass_timed && !x->status && cudaEventRecord(c->gev[1], c->st) == cudaSuccess;
+    c->pass_timed = false;
+    cudaGetLastError();
+}
+
+void cx_graph_tick(exec *x) {
+    cuda_exec *c = cx_of(x);
+    if (!c->capturing) return;
+    const int limit = c->cap_chunk == 0 ? c->piece_first : c->piece_ops;
+    if (limit <= 0 || c->cap_ops++ < limit || c->cap_chunk + 1 >= CUDA_GRAPH_PIECES) return;
+    const int next = c->cap_chunk + 1;
+    launch_piece(x);
+    if (!x->status) begin_piece(x, next);
 }
 
 void cx_graph_begin(exec *x) {
     cuda_exec *c = cx_of(x);
     if (c->capturing) return;
     if (!c->graphs || x->status || c->pr.T < 1 || c->pr.T > CUDA_GEMV_MAX_ROWS || c->pr.n_out < 1) return;
-    if (c->inflight) { /* its staged bytes and its exec stay untouched until it has run */
+    if (c->inflight) { /* its staged bytes and its execs stay untouched until it has run */
         const cudaError_t ce = cudaStreamSynchronize(c->st);
         if (ce != cudaSuccess) {
             exec_fail(x, ERR_IO, "the previous pass: cuda error %s (%s)", cudaGetErrorName(ce), cudaGetErrorString(ce));
@@ -123,14 +197,9 @@ void cx_graph_begin(exec *x) {
         }
         c->inflight = false;
     }
-    if (cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-        cudaGetLastError(); /* the pass runs eagerly */
-        atomic_fetch_add(&n_eager, 1);
-        return;
-    }
-    c->capturing = true;
     c->cap_T = c->pr.T;
     c->stage_off = 0;
+    begin_piece(x, 0);
 }
 
 bool cx_graph_upload(exec *x, void *dst, const void *src, size_t bytes) {
@@ -159,7 +228,10 @@ void cx_graph_free(cuda_exec *c) {
     }
     if (c->st) cudaStreamSynchronize(c->st); /* a launched graph still reads the staging buffer */
     for (int t = 0; t <= CUDA_GEMV_MAX_ROWS; t++)
-        if (c->gexec[t]) cudaGraphExecDestroy(c->gexec[t]), c->gexec[t] = NULL;
+        for (int k = 0; k < CUDA_GRAPH_PIECES; k++)
+            if (c->gexec[t][k]) cudaGraphExecDestroy(c->gexec[t][k]), c->gexec[t][k] = NULL;
     if (c->stage) cudaFreeHost(c->stage);
     c->stage = NULL;
+    for (int i = 0; i < 2; i++)
+        if (c->gev[i]) cudaEventDestroy(c->gev[i]), c->gev[i] = NULL;
 }

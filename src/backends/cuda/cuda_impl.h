@@ -15,6 +15,12 @@
  * (bf16 tensor cores); shorter spans to the q8_1 GEMV (up to 8 rows per launch). The choice is per span,
  * so a sequence's rows never change kernel family with what else shares the batch. */
 #define CUDA_GEMV_MAX_ROWS 8
+/* A captured pass is launched in pieces (cuda_graph.c): the first after CUDA_GRAPH_FIRST_OPS ops, then every
+ * CUDA_GRAPH_PIECE_OPS, at most CUDA_GRAPH_PIECES pieces (the last takes the rest), so the GPU runs the
+ * first layers while the host records the next. */
+#define CUDA_GRAPH_PIECES 16
+#define CUDA_GRAPH_FIRST_OPS 12
+#define CUDA_GRAPH_PIECE_OPS 64
 
 typedef struct cuda_weight {
     enum qtype type;
@@ -46,22 +52,41 @@ typedef struct cuda_exec {
     /* device scratch, sized by exec_new */
     int8_t *xq;           /* [RK][K] q8_1 activations */
     float *ds;            /* [RK][K / 32][2] their scales */
+    const float *xq_src;  /* xq / ds hold q8_1 of xq_src[xq_n][xq_K] (NULL: nothing reusable; cuda_backend.c) */
+    struct {              /* GEMVs not launched yet (cx_pend_flush): the next matmul over the same q8_1 rows
+                           * may join them (one launch), or an add of their output into a residual */
+        int n;            /* 0: none pending */
+        cuda_qmat q[3];
+        float *y[3];
+        int T;
+        const char *name; /* the first weight's, for a failure */
+    } pend;
+    int xq_n;
+    int64_t xq_K;
     uint16_t *xb;         /* [R][K] bf16 activations of the GEMM */
     float *attn;          /* split-K decode attention partials */
     int64_t attn_n;
     float *gdn;           /* chunked GDN scratch */
     int64_t gdn_n;
-    int32_t *nkv;         /* one word: the cached positions of a decode attention call */
     /* the CUDA graph of a small pass (cuda_graph.c) */
     bool graphs;          /* capture passes of <= CUDA_GEMV_MAX_ROWS tokens (the device's setting) */
     bool capturing;       /* st is recording the current pass */
     bool inflight;        /* a graph was launched and no download has waited for it since */
     int cap_T;            /* tokens of the pass being captured */
+    int cap_chunk;        /* which piece of the pass is being captured (0: the first) */
+    int cap_ops;          /* ops recorded into that piece so far */
+    int piece_first, piece_ops; /* ops of the first piece and of the later ones (CUDA_GRAPH_*_OPS, or
+                                 * LLM170_CUDA_GRAPH_PIECES="first,later"; 0,0: one piece a pass) */
+    bool pass_timed;      /* gev[0] marks the launch of the pass's first piece */
     /* per pass size T (1..8): the last graph instantiated for it, updated in place while the pass shape holds
      * (a decode step and a speculative verify batch each keep theirs) */
-    cudaGraphExec_t gexec[CUDA_GEMV_MAX_ROWS + 1];
+    cudaGraphExec_t gexec[CUDA_GEMV_MAX_ROWS + 1][CUDA_GRAPH_PIECES];
     char *stage;          /* pinned host buffer: the bytes of a captured pass's uploads */
     size_t stage_n, stage_off;
+    uint64_t t_capture;   /* when the open capture began (host ns) */
+    cudaEvent_t gev[2];   /* around the last graph launch: its GPU time (cx_graph_timed) */
+    bool gtimed;          /* gev holds a launch not yet counted */
+    struct cuda_prof *prof; /* the op profile (LLM170_CUDA_PROFILE; cuda_prof.c), NULL when off */
 } cuda_exec;
 
 static inline cuda_exec *cx_of(exec *x) { return x->impl; }
@@ -71,6 +96,9 @@ int cx_kfail(exec *x, int status, const char *op, const char *what);
 /* An F32 weight's device values (norm weights, biases, conv kernels, gates); NULL + failure otherwise */
 const float *cx_f32(exec *x, const weight *w, const char *op);
 
+/* Launches the deferred GEMV, if any, adding its output into res[T][N] in the same launch when res is not
+ * NULL (an add fused into it). Every op, upload and download calls it first (cuda_backend.c). */
+void cx_pend_flush(exec *x, float *res);
 /* cuda_backend.c: the matmul ops, the pass, the executor's destructor */
 void cx_begin_pass(exec *x, const pass_span *spans, int n_spans);
 void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows);
@@ -89,7 +117,21 @@ void cx_graph_begin(exec *x);
 void cx_graph_end(exec *x);
 bool cx_graph_upload(exec *x, void *dst, const void *src, size_t bytes);
 void cx_graph_free(cuda_exec *c);
+void cx_graph_timed(cuda_exec *c); /* after a download's wait: counts the GPU time of the pass's graph */
+/* at the start of every op: while capturing, launches the piece recorded so far once it holds enough ops
+ * and goes on capturing the rest of the pass into the next piece */
+void cx_graph_tick(exec *x);
 
+/* cuda_prof.c: the op profile (docs/cuda.md). cx_prof_wanted: LLM170_CUDA_PROFILE is set (graphs are then
+ * off); cx_prof_init allocates it; cx_prof_mark records the start of an op (label op, plus the weight's
+ * name without its layer when what is given), the first mark of a pass behind a device-side spin;
+ * cx_prof_collect (after a download's wait) adds the pass's times to the table; cx_prof_free prints the
+ * table to stderr and frees it. Every call does nothing when the profile is off. */
+bool cx_prof_wanted(void);
+int cx_prof_init(cuda_exec *c, err *e);
+void cx_prof_mark(exec *x, const char *op, const char *what);
+void cx_prof_collect(exec *x);
+void cx_prof_free(cuda_exec *c);
 /* cuda_exec.c: the executor's op table */
 extern const exec_ops cuda_exec_ops;
 

@@ -34,6 +34,8 @@ int cuda_quantize_q8_1(const float *x, int8_t *xq, float *ds, int T, int K, cuda
 /* h = rms_norm(x[T][K]) * w (w may be NULL); xq, ds = q8_1(h); h also written to y[T][K] unless y is NULL */
 int cuda_rms_norm_q8_1(const float *x, const float *w, float eps, int8_t *xq, float *ds, float *y, int T, int K,
                        cudaStream_t s);
+/* y[T][K] = silu(g) * u (as cuda_swiglu), and its q8_1 into xq / ds, in one launch */
+int cuda_swiglu_q8_1(const float *g, const float *u, int8_t *xq, float *ds, float *y, int T, int K, cudaStream_t s);
 
 /* --- quantized GEMV (kernels/gemv.cu) ---
  * A weight matrix W[N][K] in the GEMV layout made by cuda_repack (backends/cuda/repack.h): quants in qs
@@ -46,6 +48,13 @@ typedef struct cuda_qmat {
 } cuda_qmat;
 /* y[T][N] = x[T][K] . W^T for 1 <= T <= 8 activation rows given as q8_1 (xq, ds) */
 int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s);
+/* the same, and res[T][N] += y in the same launch (a residual add fused into the projection before it) */
+int cuda_gemv_q_res(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, float *res, int T,
+                    cudaStream_t s);
+/* n (1..3) matrices of one type and width over the same activations in one launch: y[i] = x . W[i]^T
+ * (q, k and v, or gate and up, of a decode step); each y[i] bit-identical to cuda_gemv_q's */
+int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y, int T,
+                      cudaStream_t s);
 
 /* the grouped expert form (matmul_experts): W holds E experts of N rows each (the repacked [E*N][K]
  * matrix, W->N = N); for each of n_slots routed slots, y[slot][N] = x[slot / xdiv] . W[sel[slot]]^T, the
@@ -65,7 +74,7 @@ int cuda_copy_cols(float *dst, const float *src, int64_t rows, int64_t src_strid
 int cuda_set_cols(float *dst, const float *src, int64_t rows, int64_t dst_stride, int64_t off, int64_t n,
                   cudaStream_t s);
 int cuda_gather_rows(float *dst, const float *src, const int32_t *idx, int n, int C, cudaStream_t s);
-int cuda_set_int(int32_t *p, int v, cudaStream_t s); /* *p = v, stream-ordered */
+int cuda_spin_us(int us, cudaStream_t s); /* one thread busy-waits us microseconds on the GPU (the profile) */
 /* y[T][K] = rows ids[t] of W: F32 / F16 / BF16 as stored; quantized from the GEMV layout, exactly the CPU's
  * to_float */
 int cuda_get_rows_f(int type, const void *W, const int32_t *ids, float *y, int T, int64_t K, cudaStream_t s);
@@ -108,8 +117,7 @@ int cuda_rope(float *x, const int32_t *pos, int T, int H, int D, const rope_para
 /* --- decode attention (kernels/attn_decode.cu) ---
  * One query token per call over an f16 cache: q[Hq][D] f32, k/v[S][Hkv][D] f16, kpos[S], out[Hq][D] f32;
  * visibility as ref_attention (kpos <= qpos, sliding window when window > 0). qpos and the number of
- * cached positions n_kv (<= S_max) are read on the device, so one launch configuration serves every
- * step of a CUDA graph. Split-K: the positions are cut into chunks, each block reduces one chunk for all
+ * cached positions n_kv (<= S_max) are read on the device (n_kv NULL: all S_max positions are cached). Split-K: the positions are cut into chunks, each block reduces one chunk for all
  * query heads of one kv head (partial max, sum and output in scratch), a second kernel merges.
  * D % 32 == 0, D <= 256, Hq % Hkv == 0, Hq / Hkv <= 8. scratch: cuda_attn_decode_scratch(...) floats. */
 int64_t cuda_attn_decode_scratch(int S_max, int Hq, int D);

@@ -20,13 +20,13 @@ template <int DL>
 __global__ void __launch_bounds__(32 * ATTN_WARPS)
     k_attn_decode_split(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
                         const int32_t *__restrict__ qpos_p, const int32_t *__restrict__ kpos,
-                        const int32_t *__restrict__ n_kv_p, int Hkv, int G, float scale, int window, int chunk,
-                        float *__restrict__ part) {
+                        const int32_t *__restrict__ n_kv_p, int n_kv_val, int Hkv, int G, float scale, int window,
+                        int chunk, float *__restrict__ part) {
     constexpr int D = 32 * DL;
     __shared__ float sm[ATTN_WARPS][ATTN_MAX_G], sl[ATTN_WARPS][ATTN_MAX_G];
     __shared__ float so[ATTN_WARPS][ATTN_MAX_G][D];
     const int kvh = blockIdx.x, sp = blockIdx.y, n_split = gridDim.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int Hq = Hkv * G, n_kv = *n_kv_p, qpos = *qpos_p;
+    const int Hq = Hkv * G, n_kv = n_kv_p ? *n_kv_p : n_kv_val, qpos = *qpos_p;
     float qv[ATTN_MAX_G][DL], acc[ATTN_MAX_G][DL], m[ATTN_MAX_G], l[ATTN_MAX_G];
 #pragma unroll
     for (int g = 0; g < ATTN_MAX_G; g++) {
@@ -133,7 +133,7 @@ extern "C" int64_t cuda_attn_decode_scratch(int S_max, int Hq, int D) {
 extern "C" int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_t *v, float *out,
                                 const int32_t *qpos, const int32_t *kpos, const int32_t *n_kv, int S_max, int Hq,
                                 int Hkv, int D, float scale, int window, float *scratch, cudaStream_t s) {
-    if (!q || !k || !v || !out || !qpos || !kpos || !n_kv || !scratch || S_max < 1 || Hkv < 1 || Hq % Hkv ||
+    if (!q || !k || !v || !out || !qpos || !kpos || !scratch || S_max < 1 || Hkv < 1 || Hq % Hkv ||
         Hq / Hkv > ATTN_MAX_G || D % 32 || D < 32 || D > 256 || window < 0)
         return CUDA_KERR_ARGS;
     int ns = n_splits(S_max), chunk = (S_max + ns - 1) / ns, G = Hq / Hkv;
@@ -142,8 +142,8 @@ extern "C" int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_
     switch (D / 32) {
 #define ATTN_CASE(DL)                                                                                          \
     case DL:                                                                                                   \
-        k_attn_decode_split<DL><<<grid, 32 * ATTN_WARPS, 0, s>>>(q, kh, vh, qpos, kpos, n_kv, Hkv, G, scale,   \
-                                                                 window, chunk, scratch);                      \
+        k_attn_decode_split<DL><<<grid, 32 * ATTN_WARPS, 0, s>>>(q, kh, vh, qpos, kpos, n_kv, S_max, Hkv, G,   \
+                                                                 scale, window, chunk, scratch);               \
         break;
         ATTN_CASE(1) ATTN_CASE(2) ATTN_CASE(3) ATTN_CASE(4) ATTN_CASE(5) ATTN_CASE(6) ATTN_CASE(7) ATTN_CASE(8)
 #undef ATTN_CASE

@@ -19,6 +19,7 @@
 #include "backends/cuda/kernels/gemv_unpack.h"
 
 #define GEMV_MAX_WARPS 4
+#define GEMV_GROUP 3 /* matrices one launch may cover (cuda_gemv_q_group) */
 
 template <enum qtype TYPE>
 static __device__ __forceinline__ void load_unit(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,
@@ -75,11 +76,29 @@ template <int R> struct gemv_unroll { static constexpr int v = R == 2 ? 2 : 1; }
 /* Block of 4 warps; WPR warps (1, 2 or 4) share a group of R rows, splitting its units; the block holds
  * 4 / WPR such groups. Lane l of warp w of a group takes units (w * 32 + l) + i * 32 * WPR; it issues the
  * loads of UNR units (of all R rows) before computing on them. */
+/* up to GEMV_GROUP matrices of one type and width K over the same activations, one launch: member m owns
+ * blocks [b[m], b[m + 1]) of the grid's x; res (member 0 only) gets y added */
+struct gemv_mats {
+    const uint8_t *qs[GEMV_GROUP], *hi[GEMV_GROUP], *meta[GEMV_GROUP];
+    float *y[GEMV_GROUP];
+    float *res;
+    int N[GEMV_GROUP];
+    unsigned b[GEMV_GROUP + 1];
+    int n;
+};
+
 template <enum qtype TYPE, int T, int R>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
-    k_gemv_q(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi, const uint8_t *__restrict__ meta,
-             const int8_t *__restrict__ xq, const float2 *__restrict__ ds, float *__restrict__ y, int N, int K, int WPR,
+    k_gemv_q(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K, int WPR,
              const int32_t *__restrict__ sel, int E, int xdiv, int slot0) {
+    const unsigned m = P.n > 1 && blockIdx.x >= P.b[1] ? (P.n > 2 && blockIdx.x >= P.b[2] ? 2 : 1) : 0;
+    const unsigned bx = blockIdx.x - P.b[m];
+    const uint8_t *__restrict__ qs = m == 0 ? P.qs[0] : m == 1 ? P.qs[1] : P.qs[2];
+    const uint8_t *__restrict__ hi = m == 0 ? P.hi[0] : m == 1 ? P.hi[1] : P.hi[2];
+    const uint8_t *__restrict__ meta = m == 0 ? P.meta[0] : m == 1 ? P.meta[1] : P.meta[2];
+    float *__restrict__ y = m == 0 ? P.y[0] : m == 1 ? P.y[1] : P.y[2];
+    float *__restrict__ res = m == 0 ? P.res : NULL;
+    const int N = m == 0 ? P.N[0] : m == 1 ? P.N[1] : P.N[2];
     constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
     constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE);
     constexpr int NV = pow2_ceil<R * T>::v;
@@ -87,7 +106,7 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int grp = warp / WPR, wig = warp % WPR; /* row group in the block, warp in the group */
     constexpr int UNR = gemv_unroll<R>::v;
-    const int row0 = (blockIdx.x * (GEMV_MAX_WARPS / WPR) + grp) * R, U = K / 32, stride = 32 * WPR;
+    const int row0 = (int)(bx * (GEMV_MAX_WARPS / WPR) + grp) * R, U = K / 32, stride = 32 * WPR;
     float acc[NV];
 #pragma unroll
     for (int i = 0; i < NV; i++) acc[i] = 0.0f;
@@ -159,13 +178,19 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
             float s = part[warp][i];
             for (int w = 1; w < WPR; w++) s = __fadd_rn(s, part[warp + w][i]);
             int r = i / T, t = i % T;
-            if (row0 + r < N) y[(size_t)t * N + row0 + r] = s;
+            if (row0 + r < N) {
+                y[(size_t)t * N + row0 + r] = s;
+                if (res) res[(size_t)t * N + row0 + r] = __fadd_rn(res[(size_t)t * N + row0 + r], s);
+            }
         }
         return;
     }
     if (reporter) {
         int r = idx / T, t = idx % T;
-        if (row0 + r < N) y[(size_t)t * N + row0 + r] = acc[0];
+        if (row0 + r < N) {
+            y[(size_t)t * N + row0 + r] = acc[0];
+            if (res) res[(size_t)t * N + row0 + r] = __fadd_rn(res[(size_t)t * N + row0 + r], acc[0]);
+        }
     }
 }
 
@@ -177,72 +202,93 @@ template <int T> struct gemv_rows { static constexpr int R = T == 1 ? 1 : T <= 4
 typedef struct gemv_experts { const int32_t *sel; int E, xdiv, n_slots; } gemv_experts;
 
 template <enum qtype TYPE, int T, int R>
-static void launch_r(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, const gemv_experts *ex,
-                     cudaStream_t s) {
+static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                     const gemv_experts *ex, cudaStream_t s) {
     int U = (int)(W->K / 32);
     /* warps per row group. Measured on the H200 (docs/cuda.md): at T = 1 with K >= 4096, four warps
      * splitting a row, one unit a lane per step, beat one warp per row (4 units a lane) by 1.3x; at T = 8,
      * and for short rows (K = 896, 4 rows a warp), one warp per row group won (1.6x, 4x). */
     int wpr = R <= 2 ? (U >= 128 ? 4 : 1) : (U >= 512 ? 4 : U >= 256 ? 2 : 1);
     int rows_per_block = R * (GEMV_MAX_WARPS / wpr);
-    unsigned blocks = (unsigned)((W->N + rows_per_block - 1) / rows_per_block);
+    gemv_mats P = {};
+    P.n = nW, P.res = res;
+    for (int i = 0; i < nW; i++) {
+        P.qs[i] = (const uint8_t *)W[i].qs, P.hi[i] = (const uint8_t *)W[i].hi, P.meta[i] = (const uint8_t *)W[i].meta;
+        P.y[i] = y[i], P.N[i] = (int)W[i].N;
+        P.b[i + 1] = P.b[i] + (unsigned)((W[i].N + rows_per_block - 1) / rows_per_block);
+    }
+    const unsigned blocks = P.b[nW];
     if (!ex) {
-        k_gemv_q<TYPE, T, R><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>(
-            (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq, (const float2 *)ds, y,
-            (int)W->N, (int)W->K, wpr, NULL, 0, 1, 0);
+        k_gemv_q<TYPE, T, R><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>(P, xq, (const float2 *)ds, (int)W->K, wpr, NULL, 0,
+                                                                     1, 0);
         return;
     }
     for (int s0 = 0; s0 < ex->n_slots; s0 += 65535) {
         const int n = ex->n_slots - s0 < 65535 ? ex->n_slots - s0 : 65535;
         k_gemv_q<TYPE, T, R><<<dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s>>>(
-            (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq, (const float2 *)ds, y,
-            (int)W->N, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0);
+            P, xq, (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0);
     }
 }
 
 template <enum qtype TYPE, int T>
-static void launch_t(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, const gemv_experts *ex,
-                     cudaStream_t s) {
-    if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, xq, ds, y, ex, s);
-    else launch_r<TYPE, T, gemv_rows<T>::R>(W, xq, ds, y, ex, s);
+static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                     const gemv_experts *ex, cudaStream_t s) {
+    if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, nW, xq, ds, y, res, ex, s);
+    else launch_r<TYPE, T, gemv_rows<T>::R>(W, nW, xq, ds, y, res, ex, s);
 }
 
 template <enum qtype TYPE>
-static void launch_type(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, const gemv_experts *ex,
-                        cudaStream_t s) {
+static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                        int T, const gemv_experts *ex, cudaStream_t s) {
     switch (T) {
-    case 1: launch_t<TYPE, 1>(W, xq, ds, y, ex, s); break;
-    case 2: launch_t<TYPE, 2>(W, xq, ds, y, ex, s); break;
-    case 3: launch_t<TYPE, 3>(W, xq, ds, y, ex, s); break;
-    case 4: launch_t<TYPE, 4>(W, xq, ds, y, ex, s); break;
-    case 5: launch_t<TYPE, 5>(W, xq, ds, y, ex, s); break;
-    case 6: launch_t<TYPE, 6>(W, xq, ds, y, ex, s); break;
-    case 7: launch_t<TYPE, 7>(W, xq, ds, y, ex, s); break;
-    default: launch_t<TYPE, 8>(W, xq, ds, y, ex, s); break;
+    case 1: launch_t<TYPE, 1>(W, nW, xq, ds, y, res, ex, s); break;
+    case 2: launch_t<TYPE, 2>(W, nW, xq, ds, y, res, ex, s); break;
+    case 3: launch_t<TYPE, 3>(W, nW, xq, ds, y, res, ex, s); break;
+    case 4: launch_t<TYPE, 4>(W, nW, xq, ds, y, res, ex, s); break;
+    case 5: launch_t<TYPE, 5>(W, nW, xq, ds, y, res, ex, s); break;
+    case 6: launch_t<TYPE, 6>(W, nW, xq, ds, y, res, ex, s); break;
+    case 7: launch_t<TYPE, 7>(W, nW, xq, ds, y, res, ex, s); break;
+    default: launch_t<TYPE, 8>(W, nW, xq, ds, y, res, ex, s); break;
     }
 }
 
-static int gemv_run(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, const gemv_experts *ex,
-                    cudaStream_t s) {
-    if (!W || !W->qs || !W->meta || !xq || !ds || !y || T < 1 || T > 8 || W->N < 1 || W->K < 32 ||
-        W->K % gemv_meta_group(W->type) || W->K > (int64_t)1 << 30 || W->N > (int64_t)1 << 30 ||
-        ((uintptr_t)W->qs & 15) || ((uintptr_t)xq & 15) || (gemv_hi_bytes(W->type) && !W->hi))
+static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
+                    const gemv_experts *ex, cudaStream_t s) {
+    if (!W || nW < 1 || nW > GEMV_GROUP || (ex && nW != 1) || !xq || !ds || T < 1 || T > 8 || ((uintptr_t)xq & 15))
         return CUDA_KERR_ARGS;
+    for (int i = 0; i < nW; i++) {
+        const cuda_qmat *w = &W[i];
+        if (!w->qs || !w->meta || !y[i] || w->type != W->type || w->K != W->K || w->N < 1 || w->K < 32 ||
+            w->K % gemv_meta_group(w->type) || w->K > (int64_t)1 << 30 || w->N > (int64_t)1 << 30 ||
+            ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))
+            return CUDA_KERR_ARGS;
+    }
     switch (W->type) {
-    case QT_Q4_0: launch_type<QT_Q4_0>(W, xq, ds, y, T, ex, s); break;
-    case QT_Q4_1: launch_type<QT_Q4_1>(W, xq, ds, y, T, ex, s); break;
-    case QT_Q5_0: launch_type<QT_Q5_0>(W, xq, ds, y, T, ex, s); break;
-    case QT_Q8_0: launch_type<QT_Q8_0>(W, xq, ds, y, T, ex, s); break;
-    case QT_Q4_K: launch_type<QT_Q4_K>(W, xq, ds, y, T, ex, s); break;
-    case QT_Q5_K: launch_type<QT_Q5_K>(W, xq, ds, y, T, ex, s); break;
-    case QT_Q6_K: launch_type<QT_Q6_K>(W, xq, ds, y, T, ex, s); break;
+    case QT_Q4_0: launch_type<QT_Q4_0>(W, nW, xq, ds, y, res, T, ex, s); break;
+    case QT_Q4_1: launch_type<QT_Q4_1>(W, nW, xq, ds, y, res, T, ex, s); break;
+    case QT_Q5_0: launch_type<QT_Q5_0>(W, nW, xq, ds, y, res, T, ex, s); break;
+    case QT_Q8_0: launch_type<QT_Q8_0>(W, nW, xq, ds, y, res, T, ex, s); break;
+    case QT_Q4_K: launch_type<QT_Q4_K>(W, nW, xq, ds, y, res, T, ex, s); break;
+    case QT_Q5_K: launch_type<QT_Q5_K>(W, nW, xq, ds, y, res, T, ex, s); break;
+    case QT_Q6_K: launch_type<QT_Q6_K>(W, nW, xq, ds, y, res, T, ex, s); break;
     default: return CUDA_KERR_UNSUPPORTED;
     }
     return launch_status();
 }
 
 extern "C" int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s) {
-    return gemv_run(W, xq, ds, y, T, NULL, s);
+    return gemv_run(W, 1, xq, ds, &y, NULL, T, NULL, s);
+}
+
+extern "C" int cuda_gemv_q_res(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, float *res, int T,
+                               cudaStream_t s) {
+    if (!res) return CUDA_KERR_ARGS;
+    return gemv_run(W, 1, xq, ds, &y, res, T, NULL, s);
+}
+
+extern "C" int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y, int T,
+                                 cudaStream_t s) {
+    return gemv_run(W, n, xq, ds, y, NULL, T, NULL, s);
 }
 
 extern "C" int cuda_gemv_q_experts(const cuda_qmat *W, int E, const int32_t *sel, int n_slots, int xdiv,
@@ -250,5 +296,5 @@ extern "C" int cuda_gemv_q_experts(const cuda_qmat *W, int E, const int32_t *sel
     if (!sel || E < 1 || xdiv < 1 || n_slots < 0) return CUDA_KERR_ARGS;
     if (!n_slots) return CUDA_KERR_OK;
     const gemv_experts ex = {sel, E, xdiv, n_slots};
-    return gemv_run(W, xq, ds, y, 1, &ex, s);
+    return gemv_run(W, 1, xq, ds, &y, NULL, 1, &ex, s);
 }

@@ -42,7 +42,6 @@ __global__ void k_gather_rows(float *__restrict__ dst, const float *__restrict__
 }
 
 /* p[0] = v (a host value into a device word, stream-ordered: no host transfer) */
-__global__ void k_set_int(int32_t *p, int v) { *p = v; }
 
 /* y[T][K] = rows ids[t] of an F32 / F16 / BF16 matrix W[.][K] (WT: 0 f32, 1 f16, 2 bf16) */
 template <int WT>
@@ -238,9 +237,21 @@ extern "C" int cuda_gather_rows(float *dst, const float *src, const int32_t *idx
     return launch_status();
 }
 
-extern "C" int cuda_set_int(int32_t *p, int v, cudaStream_t s) {
-    if (!p) return CUDA_KERR_ARGS;
-    k_set_int<<<1, 1, 0, s>>>(p, v);
+static __device__ __forceinline__ uint64_t global_ns(void) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void k_spin(uint64_t ns) {
+    const uint64_t t0 = global_ns();
+    while (global_ns() - t0 < ns) {
+    }
+}
+
+extern "C" int cuda_spin_us(int us, cudaStream_t s) {
+    if (us < 0) return CUDA_KERR_ARGS;
+    k_spin<<<1, 1, 0, s>>>((uint64_t)us * 1000u);
     return launch_status();
 }
 

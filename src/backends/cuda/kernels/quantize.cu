@@ -1,5 +1,6 @@
 /* quantize: activations to q8_1 for the integer GEMV, optionally fused with the rms norm that precedes
- * every projection of a decode step (one read of x instead of two, one launch instead of two).
+ * every projection of a decode step, or with the SwiGLU gate before the down projection (one launch
+ * instead of two; the executor keeps the q8_1 rows for the matmuls that read them, cuda_backend.c).
  *
  * Grid (ceil(K/256), T); block of 256 threads = 8 warps, warp w quantizing unit 8 * blockIdx.x + w (lane l
  * holding value l: amax and sum(q) are warp reductions, no shared memory). With the norm, every block
@@ -12,9 +13,11 @@
 
 #include "backends/cuda/kernels/cuda_common.cuh"
 
-/* x[T][K] -> xq[T][K], ds[T][K/32][2]; NORM: h = x / sqrt(mean(x^2) + eps) * w (w may be NULL), also
- * written to y[T][K] when y is not NULL */
-template <bool NORM>
+/* x[T][K] -> xq[T][K], ds[T][K/32][2] of h, where h is (MODE) Q_PLAIN: x; Q_NORM: x / sqrt(mean(x^2) + eps)
+ * * w (w may be NULL); Q_SWIGLU: silu(x) * w with w[T][K] (x the gate, w the up projection; the same
+ * operations as eltwise.cu's k_swiglu). h is also written to y[T][K] when y is not NULL (not Q_PLAIN). */
+enum { Q_PLAIN, Q_NORM, Q_SWIGLU };
+template <int MODE>
 __global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__ x, const float *__restrict__ w,
                                                         float eps, int8_t *__restrict__ xq, float *__restrict__ ds,
                                                         float *__restrict__ y, int K) {
@@ -22,7 +25,7 @@ __global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__
     const int t = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float *xr = x + (size_t)t * K;
     float inv = 1.0f;
-    if (NORM) {
+    if (MODE == Q_NORM) {
         float ss = 0.0f;
 #pragma unroll 8 /* the loads of 8 iterations in flight at once: a row is latency-bound, not bandwidth-bound */
         for (int i = threadIdx.x; i < K; i += blockDim.x) ss = __fadd_rn(ss, __fmul_rn(xr[i], xr[i]));
@@ -33,11 +36,12 @@ __global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__
     if (u < K / 32) {
         int i = u * 32 + lane;
         float h = xr[i];
-        if (NORM) {
+        if (MODE == Q_NORM) {
             h = __fmul_rn(h, inv);
             if (w) h = __fmul_rn(h, w[i]);
-            if (y) y[(size_t)t * K + i] = h;
         }
+        if (MODE == Q_SWIGLU) h = __fmul_rn(h / __fadd_rn(1.0f, expf(-h)), w[(size_t)t * K + i]);
+        if (MODE != Q_PLAIN && y) y[(size_t)t * K + i] = h;
         float amax = warp_max(fabsf(h));
         float d = amax / 127.0f, id = amax != 0.0f ? 1.0f / d : 0.0f;
         int q = (int)roundf(__fmul_rn(h, id));
@@ -59,7 +63,7 @@ static int check_q8_args(const float *x, const int8_t *xq, const float *ds, int 
 extern "C" int cuda_quantize_q8_1(const float *x, int8_t *xq, float *ds, int T, int K, cudaStream_t s) {
     int rc = check_q8_args(x, xq, ds, T, K);
     if (rc) return rc;
-    k_quantize_q8_1<false><<<dim3((K + 255) / 256, T), 256, 0, s>>>(x, nullptr, 0.0f, xq, ds, nullptr, K);
+    k_quantize_q8_1<Q_PLAIN><<<dim3((K + 255) / 256, T), 256, 0, s>>>(x, nullptr, 0.0f, xq, ds, nullptr, K);
     return launch_status();
 }
 
@@ -68,6 +72,15 @@ extern "C" int cuda_rms_norm_q8_1(const float *x, const float *w, float eps, int
     int rc = check_q8_args(x, xq, ds, T, K);
     if (rc) return rc;
     if (!(eps >= 0.0f)) return CUDA_KERR_ARGS;
-    k_quantize_q8_1<true><<<dim3((K + 255) / 256, T), 256, 0, s>>>(x, w, eps, xq, ds, y, K);
+    k_quantize_q8_1<Q_NORM><<<dim3((K + 255) / 256, T), 256, 0, s>>>(x, w, eps, xq, ds, y, K);
+    return launch_status();
+}
+
+extern "C" int cuda_swiglu_q8_1(const float *g, const float *u, int8_t *xq, float *ds, float *y, int T, int K,
+                                cudaStream_t s) {
+    int rc = check_q8_args(g, xq, ds, T, K);
+    if (rc) return rc;
+    if (!u || !y) return CUDA_KERR_ARGS;
+    k_quantize_q8_1<Q_SWIGLU><<<dim3((K + 255) / 256, T), 256, 0, s>>>(g, u, 0.0f, xq, ds, y, K);
     return launch_status();
 }
