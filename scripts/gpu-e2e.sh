@@ -6,8 +6,9 @@
 #   2. `llm170 cuda-check`: every kernel case (the conformance suite again as its last decode case);
 #   3. `llm170 cuda-check --engine`: synth models of every arch, CPU vs GPU logits and greedy streams, and
 #      the GPU with its CUDA graphs (small passes captured) bit-identical to cuda:0:nograph at every step;
-#   3b. when scripts/gpu-stage-plant.sh staged a planted-bug binary (.devbin/plant/), the same engine check
-#      with it, which must FAIL (proof that the bit-identity check sees a stale upload);
+#   3b. for each planted-bug binary scripts/gpu-stage-plant.sh staged (.devbin/plant-NAME/), the conformance
+#      suite and the engine check with it, one of which must FAIL (proof that the checks see a stale upload,
+#      a stale q8_1 record);
 #   4. `llm170 bench --device cuda --compare-graphs` on synth files in the Qwen2.5-0.5B shape (llama arch)
 #      and the qwen35 0.8B shape, q4_k_m: tg with graphs and with cuda:0:nograph, and the speed-up.
 # Logs under $OUT; a short table last. Run from the repository root: bash .devbin/gpu-e2e.sh
@@ -33,12 +34,17 @@ step() { # name timeout command...
 step conformance 30 "${B[@]}" cuda-check --filter backend
 [ "${E2E_KERNELS:-1}" = 1 ] && step cuda-check 150 "${B[@]}" cuda-check # every kernel case (E2E_KERNELS=0 skips)
 step engine 120 "${B[@]}" cuda-check --engine --dir "$OUT" -t 8
-if [ -f .devbin/plant/llm170.gz ] || [ -f .devbin/plant/llm170 ]; then
-  [ -f .devbin/plant/llm170.gz ] && gunzip -f .devbin/plant/llm170.gz
-  chmod +x .devbin/plant/llm170
-  step engine-plant 120 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    "$PWD/.devbin/plant/llm170" cuda-check --engine --dir "$OUT" -t 8
-fi
+plants=()
+for d in .devbin/plant-*/; do # each staged planted-bug binary: its engine check must FAIL
+  [ -f "$d/llm170.gz" ] || [ -f "$d/llm170" ] || continue
+  [ -f "$d/llm170.gz" ] && gunzip -f "$d/llm170.gz"
+  chmod +x "$d/llm170"
+  p=$(basename "$d"); plants+=("$p-conformance" "$p")
+  step "$p-conformance" 30 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$PWD/$d/llm170" cuda-check --filter backend
+  step "$p" 120 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$PWD/$d/llm170" cuda-check --engine --dir "$OUT" -t 8
+done
 step synth-05b 15 "${B[@]}" synth --preset llama-qwen25-0.5b --type q4_k_m --out /tmp/q05b.gguf
 step bench-05b 50 "${B[@]}" bench --model /tmp/q05b.gguf --device cuda --compare-graphs -p 512 -n 128 -r 2
 rm -f /tmp/q05b.gguf
@@ -46,13 +52,13 @@ step synth-08b 15 "${B[@]}" synth --preset qwen35-0.8b --type q4_k_m --out /tmp/
 step bench-08b 50 "${B[@]}" bench --model /tmp/q35-08b.gguf --device cuda --compare-graphs -p 512 -n 128 -r 2
 rm -f /tmp/q35-08b.gguf
 echo "== gpu-e2e ($(( $(date +%s) - t0 ))s): $(head -2 "$OUT/gpu.txt" | tail -1)"
-for s in conformance cuda-check engine engine-plant synth-05b bench-05b synth-08b bench-08b; do echo "$s: ${res[$s]:-not run}"; done
+for s in conformance cuda-check engine "${plants[@]}" synth-05b bench-05b synth-08b bench-08b; do echo "$s: ${res[$s]:-not run}"; done
 echo "== conformance"; grep -E "FAIL|failed|checked|rror|device" "$OUT/conformance.txt" | head -12
 echo "== cuda-check"; grep -E "FAIL|ERR|rror|cuda-check:|no CUDA" "$OUT/cuda-check.txt" | head -12
 echo "== engine"; grep -E "^\| |engine check|cuda graphs|rror|no CUDA" "$OUT/engine.txt" | cut -c1-170 | head -30
-if [ -f "$OUT/engine-plant.txt" ]; then # the planted binary must fail the bit-identity comparison
-  echo "== engine with the planted bug (must FAIL): $(grep -c 'FAIL' "$OUT/engine-plant.txt") rows FAIL," \
-       "$(grep -c ' differ in ' "$OUT/engine-plant.txt") of them on bits"
-  grep -E "FAIL|cuda graphs|engine check:" "$OUT/engine-plant.txt" | cut -c1-170 | head -6
-fi
+for p in "${plants[@]}"; do # a planted bug must fail the conformance suite or the engine check (rc != 0)
+  echo "== $p (the pair must FAIL): ${res[$p]}; $(grep -c 'FAIL' "$OUT/$p.txt") rows FAIL," \
+       "$(grep -c ' differ in ' "$OUT/$p.txt") of them on bits"
+  grep -E "FAIL|failed|cuda graphs|engine check:" "$OUT/$p.txt" | cut -c1-170 | head -4
+done
 for b in 05b 08b; do echo "== bench $b"; grep -E "^\||t/s|rror|device" "$OUT/bench-$b.txt" | head -10; done

@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Stages a planted-bug binary beside the real one, for a device call that proves a check can fail: applies
 # scripts/plants/NAME.patch to the tree, builds llm170 in the given build folder, copies it gzipped to
-# .devbin/plant/llm170.gz, then reverts the patch and rebuilds (only the patched files recompile). Run after
-# scripts/gpu-stage.sh (which empties .devbin/). scripts/gpu-e2e.sh runs the planted binary when it is there
-# and expects its check to FAIL.
-#   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload]
+# .devbin/plant-NAME/llm170.gz, then reverts the patch and rebuilds (only the patched files recompile). Run
+# after scripts/gpu-stage.sh (which empties .devbin/), once per plant. scripts/gpu-e2e.sh runs every
+# planted binary staged there through the engine check and expects it to FAIL.
+#   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record]
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
 # exists, so every graph after the first replays the first pass's token ids and positions: the engine
 # check's "graph = nograph bit for bit" comparison must fail from the second greedy step on.
+# cuda-stale-q8-record: ops no longer drop the executor's record of which rows xq holds, so a projection
+# whose input buffer was rewritten since it was last quantized (the o projection of the next layer) reuses
+# stale q8_1 rows: the GPU's logits leave the CPU's bound (both graph and :nograph are wrong alike).
 set -eu
 build=${1:-build-cuda}
-patch=scripts/plants/${2:-cudagraph-stale-upload}.patch
+name=${2:-cudagraph-stale-upload}
+patch=scripts/plants/$name.patch
 git apply "$patch"
 trap 'git apply -R "$patch" && nice cmake --build "$build" -j2 --target llm170 > /dev/null' EXIT
 nice cmake --build "$build" -j2 --target llm170
-mkdir -p .devbin/plant
-cp "$build/llm170" .devbin/plant/llm170
-gzip -9f .devbin/plant/llm170
+mkdir -p ".devbin/plant-$name"
+cp "$build/llm170" ".devbin/plant-$name/llm170"
+gzip -9f ".devbin/plant-$name/llm170"
 du -sh .devbin

@@ -238,6 +238,17 @@ static void check_matmuls(rng *r) {
             y = down(dy, T * N);
             snprintf(what, sizeof what, "%s, %d unstructured rows", name, T);
             expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
+            /* the input rewritten in place between two matmuls of one pass: the second must see the new
+             * values (a backend that keeps its quantized copy of an input must notice the write) */
+            X->ops->begin_pass(X, &ps, 1);
+            X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
+            X->ops->scale(X, dx, -3.0f, T * K);
+            X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
+            free(y);
+            y = down(dy, T * N);
+            for (int64_t i = 0; i < T * K; i++) x[i] *= -3.0f;
+            snprintf(what, sizeof what, "%s, %d rows after their input changed", name, T);
+            expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
             free(x), free(y);
         }
         /* an even row count and one span of 19 (a GPU's tensor-core GEMM takes these shapes; the bound is

@@ -271,14 +271,19 @@ static void weight_release(cuda_weight *cw) {
     free(cw);
 }
 
+/* A tensor's bytes on the device, with UP_SLACK zeroed bytes after them: the prefill GEMM loads blocks in
+ * 16-byte pieces, so the last piece of a row of 210-byte Q6_K (or 176-byte Q5_K) blocks reaches up to 15
+ * bytes past the tensor's end (never used, but outside the allocation without the slack). */
+#define UP_SLACK 256
 static int up(void **dst, const void *src, size_t bytes, const char *name, err *e) {
     char what[200];
     snprintf(what, sizeof what, "tensor '%s'", name);
-    if (cudaMalloc(dst, bytes ? bytes : 1) != cudaSuccess) {
+    if (cudaMalloc(dst, bytes + UP_SLACK) != cudaSuccess) {
         *dst = NULL;
-        return oom(e, what, bytes);
+        return oom(e, what, bytes + UP_SLACK);
     }
-    return cu_check(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice), e, what);
+    int rc = cu_check(cudaMemset((char *)*dst + bytes, 0, UP_SLACK), e, what);
+    return rc ? rc : cu_check(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice), e, what);
 }
 
 static int cd_weight_init(backend *b, weight *w, const gguf_tensor *t, err *e) {
