@@ -20,6 +20,7 @@ CASE(q8_b, check_q8_1(8, 14336, Q8_PLAIN, s, b, r, e))
 CASE(q8_c, check_q8_1(1, 4096, Q8_NORM, s, b, r, e))
 CASE(q8_d, check_q8_1(5, 2880, Q8_NORM, s, b, r, e))
 CASE(spin_a, ((void)s, check_spin(300, r, e)))
+CASE(pairs_a, check_pairs(s, r, e))
 CASE(q8_e, check_q8_1(1, 4864, Q8_SWIGLU, s, b, r, e))
 CASE(q8_f, check_q8_1(7, 14336, Q8_SWIGLU, s, b, r, e))
 CASE(gv_q4_0_t1, check_gemv(QT_Q4_0, 263, 2816, 1, s, b, r, e))
@@ -149,6 +150,7 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"rms_norm_q8_1", "T1 K4096", q8_c},
     {"rms_norm_q8_1", "T5 K2880", q8_d},
     {"spin", "300 us", spin_a},
+    {"pairs", "rope2 l2_norm2 store_rows2", pairs_a},
     {"swiglu_q8_1", "T1 K4864", q8_e},
     {"swiglu_q8_1", "T7 K14336", q8_f},
     {"gemv", "q4_0 K2816 N263 T1", gv_q4_0_t1},

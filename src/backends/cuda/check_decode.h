@@ -13,6 +13,7 @@
 void check_ref_q8_1(const float *x, int8_t *q, float *ds, int K);
 enum { Q8_PLAIN, Q8_NORM, Q8_SWIGLU }; /* check_q8_1's kernels: quantize, rms_norm_q8_1, swiglu_q8_1 */
 int check_spin(int us, cuda_check_result *res, err *e); /* check_ops.c */
+int check_pairs(uint64_t seed, cuda_check_result *res, err *e); /* check_ops.c */
 int check_q8_1(int T, int K, int mode, uint64_t seed, bool bench, cuda_check_result *res, err *e);
 int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, cuda_check_result *res, err *e);
 int check_rms_norm(int R, int C, bool weighted, uint64_t seed, bool bench, cuda_check_result *res, err *e);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/cuda/check_decode.h"
 #include "backends/cuda/check_util.h"
@@ -197,5 +198,70 @@ done:
     if (a) cudaEventDestroy(a);
     if (b) cudaEventDestroy(b);
     cudaGetLastError();
+    return rc;
+}
+
+/* The pair forms (cuda_rope2, cuda_store_rows2, cuda_l2_norm2: one launch for two buffers, the executor's
+ * q / k and K / V joins) against one launch per buffer: bit for bit. max_err counts differing values. */
+int check_pairs(uint64_t seed, cuda_check_result *res, err *e) {
+    enum { T = 3, H1 = 8, H2 = 2, D = 128 };
+    const size_t n1 = (size_t)T * H1 * D, n2 = (size_t)T * H2 * D;
+    dpool dp = {0};
+    int rc = 0;
+    int64_t bad = 0;
+    float *a = hmalloc(4 * n1, e), *b = hmalloc(4 * n2, e), *ga = hmalloc(4 * n1, e), *gb = hmalloc(4 * n2, e);
+    float *wa = hmalloc(4 * n1, e), *wb = hmalloc(4 * n2, e);
+    if (!a || !b || !ga || !gb || !wa || !wb) {
+        rc = ERR_NOMEM;
+        goto done;
+    }
+    rng r;
+    rng_seed(&r, seed);
+    fill_normal(&r, a, (int64_t)n1, 2.0f);
+    fill_normal(&r, b, (int64_t)n2, 2.0f);
+    const int32_t pos[T] = {7, 130, 4095};
+    const rope_params rp = {ROPE_NEOX, 64, 1000000.0f, 1.0f};
+    int32_t *dpos = dpool_up(&dp, pos, sizeof pos, e);
+    float *d1 = dpool_up(&dp, a, 4 * n1, e), *d2 = dpool_up(&dp, b, 4 * n2, e);
+    float *s1 = dpool_up(&dp, a, 4 * n1, e), *s2 = dpool_up(&dp, b, 4 * n2, e);
+    uint16_t *h1 = dpool_alloc(&dp, 2 * n1, e), *h2 = dpool_alloc(&dp, 2 * n1, e);
+    uint16_t *k1 = dpool_alloc(&dp, 2 * n1, e), *k2 = dpool_alloc(&dp, 2 * n1, e);
+    if (!dpos || !d1 || !d2 || !s1 || !s2 || !h1 || !h2 || !k1 || !k2) {
+        rc = e->code;
+        goto done;
+    }
+    /* rope: pair on (d1, d2), singles on (s1, s2) */
+    if ((rc = kcheck(cuda_rope2(d1, H1, d2, H2, dpos, T, D, &rp, NULL, 0), e, "cuda_rope2")) ||
+        (rc = kcheck(cuda_rope(s1, dpos, T, H1, D, &rp, NULL, 0), e, "cuda_rope")) ||
+        (rc = kcheck(cuda_rope(s2, dpos, T, H2, D, &rp, NULL, 0), e, "cuda_rope")) ||
+        (rc = cu_download(ga, d1, 4 * n1, e)) || (rc = cu_download(gb, d2, 4 * n2, e)) ||
+        (rc = cu_download(wa, s1, 4 * n1, e)) || (rc = cu_download(wb, s2, 4 * n2, e)))
+        goto done;
+    for (size_t i = 0; i < n1; i++) bad += memcmp(&ga[i], &wa[i], 4) != 0;
+    for (size_t i = 0; i < n2; i++) bad += memcmp(&gb[i], &wb[i], 4) != 0;
+    /* l2 norm of the rotated rows, then f16 stores of both as T rows of H1 * D (b's rows padded by a's) */
+    if ((rc = kcheck(cuda_l2_norm2(d1, T * H1, d2, T * H2, D, 1e-6f, 0.5f, 0), e, "cuda_l2_norm2")) ||
+        (rc = kcheck(cuda_l2_norm(s1, T * H1, D, 1e-6f, 0.5f, 0), e, "cuda_l2_norm")) ||
+        (rc = kcheck(cuda_l2_norm(s2, T * H2, D, 1e-6f, 0.5f, 0), e, "cuda_l2_norm")) ||
+        (rc = cu_download(ga, d1, 4 * n1, e)) || (rc = cu_download(gb, d2, 4 * n2, e)) ||
+        (rc = cu_download(wa, s1, 4 * n1, e)) || (rc = cu_download(wb, s2, 4 * n2, e)))
+        goto done;
+    for (size_t i = 0; i < n1; i++) bad += memcmp(&ga[i], &wa[i], 4) != 0;
+    for (size_t i = 0; i < n2; i++) bad += memcmp(&gb[i], &wb[i], 4) != 0;
+    if ((rc = kcheck(cuda_store_rows2(h1, d1, h2, s1, QT_F16, T, (int64_t)H1 * D, 0), e, "cuda_store_rows2")) ||
+        (rc = kcheck(cuda_store_rows(k1, QT_F16, d1, T, (int64_t)H1 * D, 0), e, "cuda_store_rows")) ||
+        (rc = kcheck(cuda_store_rows(k2, QT_F16, s1, T, (int64_t)H1 * D, 0), e, "cuda_store_rows")))
+        goto done;
+    uint16_t *hh = (uint16_t *)ga, *kk = (uint16_t *)wa; /* n1 floats hold 2 n1 halves */
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        if ((rc = cu_download(hh, pass ? h2 : h1, 2 * n1, e)) || (rc = cu_download(kk, pass ? k2 : k1, 2 * n1, e))) break;
+        for (size_t i = 0; i < n1; i++) bad += hh[i] != kk[i];
+    }
+    res->max_err = (double)bad;
+    res->tol = 0;
+    snprintf(res->detail, sizeof res->detail, "rope2, l2_norm2, store_rows2 (f16) vs one launch a buffer: values off");
+done:
+    dpool_free(&dp);
+    free(a), free(b), free(ga), free(gb), free(wa), free(wb);
     return rc;
 }

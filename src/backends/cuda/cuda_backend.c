@@ -91,6 +91,7 @@ static void wrote(cuda_exec *c, const float *y, int64_t n) {
 
 void cx_pend_flush(exec *x, float *res) {
     cuda_exec *c = cx_of(x);
+    cx_pop_flush(x);
     const int n = c->pend.n;
     if (!n) return;
     c->pend.n = 0;
@@ -349,7 +350,7 @@ void cx_destroy(exec *x) {
     if (!x) return;
     cuda_exec *c = x->impl;
     if (c) {
-        c->pend.n = 0;
+        c->pend.n = 0, c->pop.kind = CX_POP_NONE;
         cx_graph_free(c); /* an open capture is discarded */
         if (c->st) {
             cudaStreamSynchronize(c->st);

@@ -53,6 +53,39 @@ static void cx_download(exec *x, void *dst, const void *src, size_t bytes) {
     if (!x->status) cx_of(x)->inflight = false;
 }
 
+/* ---------------------------------------------------------------- deferred small ops (pop) */
+
+static bool apart(const void *a, size_t na, const void *b, size_t nb) {
+    const char *p = a, *q = b;
+    return p + na <= q || q + nb <= p;
+}
+
+/* a small pass (<= CUDA_GEMV_MAX_ROWS tokens): where deferring a small op to join the next can pay */
+static bool small_pass(const cuda_exec *c) { return c->pr.T >= 1 && c->pr.T <= CUDA_GEMV_MAX_ROWS; }
+
+void cx_pop_flush(exec *x) {
+    cuda_exec *c = cx_of(x);
+    const int kind = c->pop.kind;
+    c->pop.kind = CX_POP_NONE;
+    if (x->status || kind == CX_POP_NONE) return;
+    if (kind == CX_POP_ROPE)
+        cx_kfail(x, cuda_rope(c->pop.x, c->pop.pos, c->pop.T, c->pop.H, c->pop.D, &c->pop.rp, c->pop.factors, c->st),
+                 "rope", "");
+    else if (kind == CX_POP_STORE)
+        cx_kfail(x, cuda_store_rows(c->pop.dst, c->pop.type, c->pop.src, c->pop.rows, c->pop.width, c->st), "store_rows",
+                 "");
+    else
+        cx_kfail(x, cuda_l2_norm(c->pop.x, c->pop.rows, c->pop.D, c->pop.eps, c->pop.scale, c->st), "l2_norm", "");
+}
+
+/* the bookkeeping of OP for an op that joins the deferred one (no flush: it launches with it) */
+static void joined(exec *x) {
+    cuda_exec *c = cx_of(x);
+    x->stats.n_ops++;
+    c->xq_src = NULL;
+    c->pop.kind = CX_POP_NONE;
+}
+
 static void cx_copy(exec *x, float *dst, const float *src, int64_t n) {
     OP(x, "copy");
     if (n > 0 && !x->status)
@@ -164,9 +197,27 @@ static void cx_gather_rows(exec *x, float *dst, const float *src, const int32_t 
 
 static void cx_rope(exec *x, float *io, const int32_t *pos, int T, int H, int D, const rope_params *rp,
                     const weight *factors) {
-    OP(x, "rope");
+    cuda_exec *c = cx_of(x);
     const float *f = factors ? cx_f32(x, factors, "rope") : NULL;
-    if (T > 0) RUN(x, "rope", cuda_rope(io, pos, T, H, D, rp, f, ST(x)));
+    const size_t bytes = sizeof(float) * (size_t)T * H * D;
+    if (c->pop.kind == CX_POP_ROPE && pos == c->pop.pos && T == c->pop.T && D == c->pop.D && f == c->pop.factors &&
+        rp->mode == c->pop.rp.mode && rp->n_rot == c->pop.rp.n_rot && rp->theta == c->pop.rp.theta &&
+        rp->freq_scale == c->pop.rp.freq_scale &&
+        apart(io, bytes, c->pop.x, sizeof(float) * (size_t)T * c->pop.H * D)) { /* q then k: one launch */
+        float *x1 = c->pop.x;
+        const int H1 = c->pop.H;
+        joined(x);
+        RUN(x, "rope", cuda_rope2(x1, H1, io, H, pos, T, D, rp, f, ST(x)));
+        return;
+    }
+    OP(x, "rope");
+    if (T <= 0 || x->status) return;
+    if (small_pass(c)) {
+        c->pop.kind = CX_POP_ROPE, c->pop.x = io, c->pop.pos = pos, c->pop.T = T, c->pop.H = H, c->pop.D = D;
+        c->pop.rp = *rp, c->pop.factors = f;
+        return;
+    }
+    RUN(x, "rope", cuda_rope(io, pos, T, H, D, rp, f, ST(x)));
 }
 
 static void cx_add_bias(exec *x, float *y, const weight *bias, int T, int N) {
@@ -181,8 +232,23 @@ static void cx_scale(exec *x, float *y, float s, int64_t n) {
 }
 
 static void cx_l2_norm(exec *x, float *io, int T, int H, int D, float eps, float scale) {
+    cuda_exec *c = cx_of(x);
+    const int64_t R = (int64_t)T * H;
+    if (c->pop.kind == CX_POP_L2 && D == c->pop.D && eps == c->pop.eps && scale == c->pop.scale && R > 0 &&
+        apart(io, sizeof(float) * (size_t)(R * D), c->pop.x, sizeof(float) * (size_t)(c->pop.rows * D))) {
+        float *x1 = c->pop.x; /* q then k: one launch */
+        const int64_t R1 = c->pop.rows;
+        joined(x);
+        RUN(x, "l2_norm", cuda_l2_norm2(x1, R1, io, R, D, eps, scale, ST(x)));
+        return;
+    }
     OP(x, "l2_norm");
-    RUN(x, "l2_norm", cuda_l2_norm(io, (int64_t)T * H, D, eps, scale, ST(x)));
+    if (x->status) return;
+    if (R > 0 && D >= 1 && small_pass(c)) {
+        c->pop.kind = CX_POP_L2, c->pop.x = io, c->pop.rows = R, c->pop.D = D, c->pop.eps = eps, c->pop.scale = scale;
+        return;
+    }
+    RUN(x, "l2_norm", cuda_l2_norm(io, R, D, eps, scale, ST(x)));
 }
 
 static void cx_attention(exec *x, const float *q, const void *k, const void *v, enum qtype tk, enum qtype tv,
@@ -207,7 +273,25 @@ static void cx_attention(exec *x, const float *q, const void *k, const void *v, 
 }
 
 static void cx_store_rows(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width) {
+    cuda_exec *c = cx_of(x);
+    const bool half = type == QT_F16 || type == QT_BF16;
+    const size_t db = 2 * (size_t)(rows * width), sb = 4 * (size_t)(rows * width);
+    if (c->pop.kind == CX_POP_STORE && half && (int)type == c->pop.type && rows == c->pop.rows &&
+        width == c->pop.width && apart(dst, db, c->pop.dst, db) && apart(dst, db, c->pop.src, sb) &&
+        apart(c->pop.dst, db, src, sb)) { /* the K then the V cache rows: one launch */
+        void *d1 = c->pop.dst;
+        const float *s1 = c->pop.src;
+        joined(x);
+        RUN(x, "store_rows", cuda_store_rows2(d1, s1, dst, src, (int)type, rows, width, ST(x)));
+        return;
+    }
     OP(x, "store_rows");
+    if (x->status) return;
+    if (half && rows > 0 && width > 0 && small_pass(c)) {
+        c->pop.kind = CX_POP_STORE, c->pop.dst = dst, c->pop.src = src, c->pop.type = (int)type;
+        c->pop.rows = rows, c->pop.width = width;
+        return;
+    }
     RUN(x, "store_rows", cuda_store_rows(dst, (int)type, src, rows, width, ST(x)));
 }
 

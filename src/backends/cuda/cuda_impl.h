@@ -61,6 +61,19 @@ typedef struct cuda_exec {
         int T;
         const char *name; /* the first weight's, for a failure */
     } pend;
+    struct {              /* a rope, store_rows or l2_norm of a small pass not launched yet: the same op on a
+                           * second buffer right after it joins it (q and k; the K and V stores; cx_pop_flush) */
+        int kind;         /* CX_POP_* */
+        float *x;         /* rope, l2_norm: the buffer */
+        void *dst;        /* store_rows */
+        const float *src;
+        const int32_t *pos;
+        const float *factors;
+        rope_params rp;
+        int T, H, D, type;
+        int64_t rows, width;
+        float eps, scale;
+    } pop;
     int xq_n;
     int64_t xq_K;
     uint16_t *xb;         /* [R][K] bf16 activations of the GEMM */
@@ -96,7 +109,10 @@ int cx_kfail(exec *x, int status, const char *op, const char *what);
 /* An F32 weight's device values (norm weights, biases, conv kernels, gates); NULL + failure otherwise */
 const float *cx_f32(exec *x, const weight *w, const char *op);
 
-/* Launches the deferred GEMV, if any, adding its output into res[T][N] in the same launch when res is not
+enum { CX_POP_NONE, CX_POP_ROPE, CX_POP_STORE, CX_POP_L2 };
+/* launches the deferred small op, if any (cuda_exec.c) */
+void cx_pop_flush(exec *x);
+/* Launches the deferred small op and then the deferred GEMV, if any, adding its output into res[T][N] in the same launch when res is not
  * NULL (an add fused into it). Every op, upload and download calls it first (cuda_backend.c). */
 void cx_pend_flush(exec *x, float *res);
 /* cuda_backend.c: the matmul ops, the pass, the executor's destructor */

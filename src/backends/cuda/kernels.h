@@ -81,6 +81,12 @@ int cuda_get_rows_f(int type, const void *W, const int32_t *ids, float *y, int T
 int cuda_get_rows_q(const cuda_qmat *W, const int32_t *ids, float *y, int T, cudaStream_t s);
 /* rows x width values of a cache type (F32, F16, BF16, Q8_0 with width % 32 == 0) from f32 */
 int cuda_store_rows(void *dst, int type, const float *src, int64_t rows, int64_t width, cudaStream_t s);
+/* pair forms, one launch for two buffers, each bit-identical to its own launch (the executor joins a
+ * decode step's rope of q and k, its K and V cache stores, the l2 norms of q and k: cuda_exec.c):
+ * store_rows2 for F16 / BF16 caches, dst/src and dst2/src2 both rows x width */
+int cuda_store_rows2(void *dst, const float *src, void *dst2, const float *src2, int type, int64_t rows,
+                     int64_t width, cudaStream_t s);
+int cuda_l2_norm2(float *x, int64_t R, float *x2, int64_t R2, int D, float eps, float scale, cudaStream_t s);
 int cuda_l2_norm(float *x, int64_t R, int D, float eps, float scale, cudaStream_t s); /* x[R][D] in place */
 int cuda_add_bias(float *y, const float *b, int64_t T, int64_t N, cudaStream_t s);
 int cuda_scale(float *y, float v, int64_t n, cudaStream_t s);
@@ -113,6 +119,9 @@ int cuda_add(float *y, const float *x, int64_t n, cudaStream_t s);              
  * divisors on the device or NULL --- */
 int cuda_rope(float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp, const float *factors,
               cudaStream_t s);
+/* x[T][H][D] and x2[T][H2][D] at the same positions, one launch (pair form, as cuda_store_rows2) */
+int cuda_rope2(float *x, int H, float *x2, int H2, const int32_t *pos, int T, int D, const rope_params *rp,
+               const float *factors, cudaStream_t s);
 
 /* --- decode attention (kernels/attn_decode.cu) ---
  * One query token per call over an f16 cache: q[Hq][D] f32, k/v[S][Hkv][D] f16, kpos[S], out[Hq][D] f32;

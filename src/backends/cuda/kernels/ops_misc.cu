@@ -93,10 +93,16 @@ __global__ void k_get_rows_q(const uint8_t *__restrict__ qs, const uint8_t *__re
  * warp per block of 32 (lane = value; d = amax / 127 as an f16, q = round(x / d) as the CPU's
  * q8_0_from_float). grid-stride over elements (F16 / BF16) or over blocks (Q8_0, 8 warps a block). */
 template <int CT>
-__global__ void k_store_rows_f(void *__restrict__ dst, const float *__restrict__ src, int64_t n) {
-    GRID_STRIDE(i, n) {
-        if (CT == 1) ((__half *)dst)[i] = __float2half_rn(src[i]);
-        else ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(src[i]);
+/* values [0, n) to dst, and (the pair form, dst2 not NULL) values [n, 2n) are src2's to dst2 */
+__global__ void k_store_rows_f(void *__restrict__ dst, const float *__restrict__ src, int64_t n,
+                               void *__restrict__ dst2, const float *__restrict__ src2) {
+    GRID_STRIDE(i, dst2 ? 2 * n : n) {
+        void *d = dst;
+        const float *sr = src;
+        int64_t j = i;
+        if (j >= n) d = dst2, sr = src2, j -= n;
+        if (CT == 1) ((__half *)d)[j] = __float2half_rn(sr[j]);
+        else ((__nv_bfloat16 *)d)[j] = __float2bfloat16_rn(sr[j]);
     }
 }
 
@@ -116,10 +122,12 @@ __global__ void k_store_rows_q8_0(uint8_t *__restrict__ dst, const float *__rest
 /* ---------------------------------------------------------------- norms and gates */
 
 /* x[R][D] in place: x * scale / sqrt(sum(x^2) + eps), one warp per row (8 rows a block) */
-__global__ void k_l2_norm(float *__restrict__ x, int64_t R, int D, float eps, float scale) {
-    const int64_t r = blockIdx.x * 8 + (threadIdx.x >> 5);
+__global__ void k_l2_norm(float *__restrict__ x, int64_t R, int D, float eps, float scale, float *__restrict__ x2,
+                          int64_t R2) {
+    int64_t r = blockIdx.x * 8 + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
-    if (r >= R) return;
+    if (r >= R + R2) return;
+    if (r >= R) x = x2, r -= R; /* the pair form: rows past R are x2's */
     float *xr = x + r * D;
     float ss = 0.0f;
     for (int d = lane; d < D; d += 32) ss = fmaf(xr[d], xr[d], ss);
@@ -300,8 +308,8 @@ extern "C" int cuda_store_rows(void *dst, int type, const float *src, int64_t ro
         return cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, s) == cudaSuccess
                    ? CUDA_KERR_OK
                    : CUDA_KERR_LAUNCH;
-    case QT_F16: k_store_rows_f<1><<<ew_grid(n), EW_THREADS, 0, s>>>(dst, src, n); break;
-    case QT_BF16: k_store_rows_f<2><<<ew_grid(n), EW_THREADS, 0, s>>>(dst, src, n); break;
+    case QT_F16: k_store_rows_f<1><<<ew_grid(n), EW_THREADS, 0, s>>>(dst, src, n, NULL, NULL); break;
+    case QT_BF16: k_store_rows_f<2><<<ew_grid(n), EW_THREADS, 0, s>>>(dst, src, n, NULL, NULL); break;
     case QT_Q8_0:
         if (width % 32) return CUDA_KERR_ARGS; /* whole blocks per row: rows are then back to back */
         k_store_rows_q8_0<<<ew_grid(n), EW_THREADS, 0, s>>>((uint8_t *)dst, src, n / 32);
@@ -311,10 +319,30 @@ extern "C" int cuda_store_rows(void *dst, int type, const float *src, int64_t ro
     return launch_status();
 }
 
+extern "C" int cuda_store_rows2(void *dst, const float *src, void *dst2, const float *src2, int type, int64_t rows,
+                                int64_t width, cudaStream_t s) {
+    if (!dst || !src || !dst2 || !src2 || rows < 0 || width < 1) return CUDA_KERR_ARGS;
+    const int64_t n = rows * width;
+    if (!n) return CUDA_KERR_OK;
+    switch (type) {
+    case QT_F16: k_store_rows_f<1><<<ew_grid(2 * n), EW_THREADS, 0, s>>>(dst, src, n, dst2, src2); break;
+    case QT_BF16: k_store_rows_f<2><<<ew_grid(2 * n), EW_THREADS, 0, s>>>(dst, src, n, dst2, src2); break;
+    default: return CUDA_KERR_UNSUPPORTED;
+    }
+    return launch_status();
+}
+
 extern "C" int cuda_l2_norm(float *x, int64_t R, int D, float eps, float scale, cudaStream_t s) {
     if (!x || R < 0 || D < 1 || (R + 7) / 8 > 0x7fffffff) return CUDA_KERR_ARGS;
     if (!R) return CUDA_KERR_OK;
-    k_l2_norm<<<(unsigned)((R + 7) / 8), 256, 0, s>>>(x, R, D, eps, scale);
+    k_l2_norm<<<(unsigned)((R + 7) / 8), 256, 0, s>>>(x, R, D, eps, scale, NULL, 0);
+    return launch_status();
+}
+
+extern "C" int cuda_l2_norm2(float *x, int64_t R, float *x2, int64_t R2, int D, float eps, float scale, cudaStream_t s) {
+    if (!x || !x2 || R < 0 || R2 < 0 || D < 1 || (R + R2 + 7) / 8 > 0x7fffffff) return CUDA_KERR_ARGS;
+    if (!R && !R2) return CUDA_KERR_OK;
+    k_l2_norm<<<(unsigned)((R + R2 + 7) / 8), 256, 0, s>>>(x, R, D, eps, scale, x2, R2);
     return launch_status();
 }
 
