@@ -252,11 +252,14 @@ int check_pairs(uint64_t seed, cuda_check_result *res, err *e) {
         (rc = kcheck(cuda_store_rows(k1, QT_F16, d1, T, (int64_t)H1 * D, 0), e, "cuda_store_rows")) ||
         (rc = kcheck(cuda_store_rows(k2, QT_F16, s1, T, (int64_t)H1 * D, 0), e, "cuda_store_rows")))
         goto done;
-    uint16_t *hh = (uint16_t *)ga, *kk = (uint16_t *)wa; /* n1 floats hold 2 n1 halves */
+    uint16_t *hh = hmalloc(2 * n1, e), *kk = hmalloc(2 * n1, e);
+    if (!hh || !kk) rc = ERR_NOMEM;
     for (int pass = 0; pass < 2 && !rc; pass++) {
         if ((rc = cu_download(hh, pass ? h2 : h1, 2 * n1, e)) || (rc = cu_download(kk, pass ? k2 : k1, 2 * n1, e))) break;
         for (size_t i = 0; i < n1; i++) bad += hh[i] != kk[i];
     }
+    free(hh), free(kk);
+    if (rc) goto done;
     res->max_err = (double)bad;
     res->tol = 0;
     snprintf(res->detail, sizeof res->detail, "rope2, l2_norm2, store_rows2 (f16) vs one launch a buffer: values off");
