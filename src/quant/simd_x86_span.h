@@ -5,7 +5,8 @@
  * Why: a speculative verification is a span of 2-9 tokens of one sequence, and it must cost little more
  * than one decode step. The fixed-width kernels cover spans of 4 (and 8 on AVX-512); a span of 3, 5 or 9
  * left one-row vec_dot calls, each unpacking the weight row again, and one row alone runs at about half
- * the per-row rate of a multi-row kernel (its int32 sum is one dependency chain): a 3-token span cost ~2x
+ * the per-row rate of a multi-row kernel (it pays a block's unpacking, scales and mins alone, about as
+ * many instructions as its products; measured L2-resident on Zen 3): a 3-token span cost ~2x
  * a decode step (docs/benchmarks.md, issue 16). Here a span of up to SPAN_CH rows (6 for Q6_K) is one
  * pass over the weight row, each block loaded and unpacked once for all of them; longer spans are split
  * into even chunks (9 = 5 + 4, never a lone row), the later ones reading the row again from L1 (a row is
@@ -102,7 +103,8 @@ SPAN_DISPATCH(q4_k_vec_dotn_q8_k, SIMD_NAME(q4_k_span), block_q4_K, block_q8_K, 
 SPAN_DISPATCH(q5_k_vec_dotn_q8_k, SIMD_NAME(q5_k_span), block_q5_K, block_q8_K, 8)
 
 /* ---- Q6_K against Q8_K: isum starts at -32 * sum sc * bsums (the offset of every value) ---------------- */
-SPAN_INLINE void SIMD_NAME(q6_k_span)(int64_t n, float *s, const block_q6_K *x, const block_q8_K *const *y, const int nj) {
+SPAN_INLINE void SIMD_NAME(q6_k_span)(int64_t n, float *s, const block_q6_K *x, const block_q8_K *const *y,
+                                      const int nj) {
     __m256 acc[SPAN_CH];
     SPAN_ROWS acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
@@ -111,7 +113,8 @@ SPAN_INLINE void SIMD_NAME(q6_k_span)(int64_t n, float *s, const block_q6_K *x, 
         const __m256i s16 = _mm256_cvtepi8_epi16(s8);
         const float d = _cvtsh_ss(x[b].d);
         __m256i isum[SPAN_CH];
-        SPAN_ROWS isum[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(simd_scaled_bsums(s16, &y[j][b]), 5));
+        SPAN_ROWS isum[j] =
+            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(simd_scaled_bsums(s16, &y[j][b]), 5));
         for (int h = 0; h < 2; h++) {
             __m256i u[4];
             simd_q6_half(x[b].ql + 64 * h, x[b].qh + 32 * h, u);
@@ -138,7 +141,8 @@ SPAN_DISPATCH(q6_k_vec_dotn_q8_k, SIMD_NAME(q6_k_span), block_q6_K, block_q8_K, 
             const __m256i q = (QEXPR), aq = _mm256_sign_epi8(q, q);                                   \
             const float dx = _cvtsh_ss(x[b].d);                                                       \
             SPAN_ROWS {                                                                               \
-                const __m256i isum = simd_dot_u8s8(_mm256_setzero_si256(), aq, _mm256_sign_epi8(simd_load32(y[j][b].qs), q)); \
+                const __m256i yq = _mm256_sign_epi8(simd_load32(y[j][b].qs), q);                     \
+                const __m256i isum = simd_dot_u8s8(_mm256_setzero_si256(), aq, yq);                   \
                 acc[j] = simd_scale_acc(acc[j], isum, dx * _cvtsh_ss(y[j][b].d));                     \
             }                                                                                         \
         }                                                                                             \

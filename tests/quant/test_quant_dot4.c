@@ -112,7 +112,8 @@ int main(void) {
             for (size_t ib = 0; ib < sizeof nbs / sizeof nbs[0]; ib++) {
                 const int nb = nbs[ib];
                 const int64_t n = nb * in->blck;
-                size_t wb = qtype_row_bytes((enum qtype)t, n), ab = qtype_row_bytes(o->vec_dot_type, n), stride = ab + 24;
+                size_t wb = qtype_row_bytes((enum qtype)t, n), ab = qtype_row_bytes(o->vec_dot_type, n);
+                size_t stride = ab + 24;
                 void *w = malloc(wb);
                 char *act = malloc(stride * QUANT_DOTN_MAX);
                 float *f = malloc(sizeof(float) * (size_t)n);

@@ -4,9 +4,9 @@
  * llama.cpp pairs them), in two kernel families chosen per row from the pass's structure (BULK_MIN_ROWS,
  * cpu_impl.h): bulk rows through the int8 matrix products of quant/gemm.h (weight panels unpacked once,
  * then every bulk token), the others through the quant module's row-by-row dot products (vec_dot8p /
- * vec_dot8 / vec_dotn / vec_dot4 / vec_dot, bit-identical to each other); or, in `exact` mode, on f32 (weight rows
- * dequantized, activations kept in f32, double accumulation) for reference runs. The other ops are in
- * cpu_exec_ops.c. */
+ * vec_dot8 / vec_dotn / vec_dot4 / vec_dot, bit-identical to each other); or, in `exact` mode, on f32
+ * (weight rows dequantized, activations kept in f32, double accumulation) for reference runs. The other
+ * ops are in cpu_exec_ops.c. */
 #include <stdlib.h>
 #include <string.h>
 
