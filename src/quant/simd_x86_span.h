@@ -28,6 +28,8 @@
 #ifndef LLM170_QUANT_SIMD_X86_SPAN_H
 #define LLM170_QUANT_SIMD_X86_SPAN_H
 
+#include <assert.h>
+
 #define SPAN_CH 8 /* rows per pass over the weight row, at most */
 #define SPAN_INLINE static inline __attribute__((always_inline))
 
@@ -36,6 +38,7 @@
  * pointers */
 #define SPAN_DISPATCH(NAME, FN, XT, YT, MAXC)                                                             \
     static void SIMD_NAME(NAME)(int64_t n, float *s, const void *vx, const void *vy, size_t ystride, int nrows) { \
+        assert(nrows >= 1 && nrows <= QUANT_DOTN_MAX);                                                \
         const XT *x = vx;                                                                             \
         const YT *y[QUANT_DOTN_MAX];                                                                  \
         for (int j = 0; j < nrows; j++) y[j] = (const YT *)((const char *)vy + (size_t)j * ystride);  \
