@@ -1,6 +1,6 @@
 /* quant_bench_mm: `llm170 quant-bench --tokens T,...`, single-thread matrix products of a weight matrix with
  * T tokens through the CPU backend's own matmul (backends/cpu/cpu_backend.c), once with no row marked bulk (the
- * row-by-row kernels: vec_dot8p, vec_dot8, vec_dot4 or vec_dot, as the backend picks them) and once with
+ * row-by-row kernels: vec_dot8p, vec_dot8, vec_dotn, vec_dot4 or vec_dot, as the backend picks them) and once with
  * every row bulk (the int8 matrix products of quant/gemm.h, panel unpacking included). Both include
  * quantizing the activations. Figures are multiply-adds per second (rows x K x T / time), the median of
  * --reps passes after a warm-up. This is where BULK_MIN_ROWS (backends/cpu/cpu_impl.h) comes from. */

@@ -88,6 +88,7 @@ quant_ops quant_ops_best(enum qtype t) {
             out.vec_dot_type = o->vec_dot_type;
             out.vec_dot4 = o->vec_dot4; /* only with its own ISA's vec_dot: they must agree bit for bit */
             out.vec_dot8 = o->vec_dot8;
+            out.vec_dotn = o->vec_dotn;
             out.vec_dot8p = o->vec_dot8p;
         }
         if (o->pack8) out.pack8 = o->pack8;

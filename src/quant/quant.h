@@ -30,6 +30,15 @@ typedef void (*quant_vec_dot_fn)(int64_t n, float *s, const void *x, const void 
  * vec_dot of the same ISA (it shares the weight block's unpacking across the four rows; prefill) */
 typedef void (*quant_vec_dot4_fn)(int64_t n, float *s, const void *x, const void *y, size_t ystride);
 
+/* s[j] = dot(x, y_j) for a span of nrows (1..QUANT_DOTN_MAX) activation rows y_j = (char *)y + j * ystride,
+ * each bit-identical to vec_dot of the same ISA. Up to 8 rows (6 for Q6_K) share one pass over the weight
+ * row, each block loaded and unpacked once for all of them; longer spans are split into even chunks (9 =
+ * 5 + 4), the later ones reading the row again from L1. For spans that fit no fixed width: a speculative
+ * verification of 2-9 tokens costs one or two weight passes at the multi-row rate, not one vec_dot per
+ * token left over from vec_dot4 / vec_dot8 (simd_x86_span.h says why that matters). */
+#define QUANT_DOTN_MAX 16
+typedef void (*quant_vec_dotn_fn)(int64_t n, float *s, const void *x, const void *y, size_t ystride, int nrows);
+
 /* Eight activation rows (row j at (char *)y + j * ystride, n values each, of the type whose table holds
  * this member) packed for vec_dot8p: per block, the eight rows' quants + 128 as unsigned bytes (32 per
  * row, row by row), then the eight block scales as floats. Unsigned activations let a VNNI dot product
@@ -63,6 +72,7 @@ typedef struct quant_ops {
     enum qtype vec_dot_type;        /* what activations are quantized to for vec_dot */
     quant_vec_dot4_fn vec_dot4;     /* NULL: none (callers loop vec_dot) */
     quant_vec_dot4_fn vec_dot8;     /* the same for EIGHT rows y_j; NULL: none */
+    quant_vec_dotn_fn vec_dotn;     /* the same for any 1..QUANT_DOTN_MAX rows; NULL: none */
     quant_u8_form u8;               /* sb/off/has_min from the scalar table; to_u8 per ISA */
     quant_vec_dot8p_fn vec_dot8p;   /* eight packed rows (the activation type's pack8); NULL: none */
     quant_pack8_fn pack8;           /* activation types: packs eight rows for vec_dot8p; NULL: none */

@@ -8,10 +8,12 @@
 #include "quant/simd_x86_kquants.h"
 #include "quant/simd_x86_register.h"
 #include "quant/simd_x86_multi.h"
+#include "quant/simd_x86_span.h"
 #include "quant/simd_x86_u8.h"
 
 void quant_register_avx2(quant_table t) {
     SIMD_NAME(simd_x86_register)(t, QUANT_ISA_AVX2);
     SIMD_NAME(simd_x86_register_multi)(t, QUANT_ISA_AVX2);
+    SIMD_NAME(simd_x86_register_span)(t, QUANT_ISA_AVX2);
     SIMD_NAME(simd_x86_register_u8)(t, QUANT_ISA_AVX2);
 }

@@ -13,6 +13,7 @@
 #include "quant/simd_x86_kquants.h"
 #include "quant/simd_x86_register.h"
 #include "quant/simd_x86_multi.h"
+#include "quant/simd_x86_span.h"
 #include "quant/simd_x86_u8.h"
 
 static inline __m512 f16x16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
@@ -61,6 +62,7 @@ static void bf16_to_float_avx512w(const void *vx, float *y, int64_t n) {
 void quant_register_avx512(quant_table t) {
     SIMD_NAME(simd_x86_register)(t, QUANT_ISA_AVX512);
     SIMD_NAME(simd_x86_register_multi)(t, QUANT_ISA_AVX512);
+    SIMD_NAME(simd_x86_register_span)(t, QUANT_ISA_AVX512);
     SIMD_NAME(simd_x86_register_u8)(t, QUANT_ISA_AVX512);
     t[QT_F32][QUANT_ISA_AVX512].vec_dot = f32_vec_dot_f32_avx512w;
     t[QT_F16][QUANT_ISA_AVX512].vec_dot = f16_vec_dot_f16_avx512w;

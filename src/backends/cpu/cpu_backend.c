@@ -4,9 +4,9 @@
  * llama.cpp pairs them), in two kernel families chosen per row from the pass's structure (BULK_MIN_ROWS,
  * cpu_impl.h): bulk rows through the int8 matrix products of quant/gemm.h (weight panels unpacked once,
  * then every bulk token), the others through the quant module's row-by-row dot products (vec_dot8p /
- * vec_dot8 / vec_dot4 / vec_dot, bit-identical to each other); or, in `exact` mode, on f32 (weight rows
- * dequantized, activations kept in f32, double accumulation) for reference runs. The other ops are in
- * cpu_exec_ops.c. */
+ * vec_dot8 / vec_dotn / vec_dot4 / vec_dot, bit-identical to each other); or, in `exact` mode, on f32
+ * (weight rows dequantized, activations kept in f32, double accumulation) for reference runs. The other
+ * ops are in cpu_exec_ops.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,8 +57,10 @@ static void mm_quantize(void *ctx, int64_t t0, int64_t t1, int thread) {
  * quantized activations stay in L2 while the thread's weight rows stream past once per tile. Rows outer
  * (every row re-reading all T activation rows) and small tiles (weights re-streamed from L3 per 16
  * tokens) both measured ~55 GMAC/s for a 1024 x 3584 Q4_K matrix at T = 512 on one Zen 4 core; tiles of
- * ~256 KB of activations measured 80. Eight (four) tokens share a weight-row pass where eight (four)
- * consecutive rows are listed. */
+ * ~256 KB of activations measured 80. A run of consecutive rows (one sequence's span, or sequences
+ * decoded side by side) shares each weight-row pass: eight packed rows (vec_dot8p) or eight (vec_dot8),
+ * else the whole run up to QUANT_DOTN_MAX (vec_dotn: a speculative verification of 2-9 tokens), else
+ * four (vec_dot4), else one. */
 #define MM_TILE_BYTES (256 << 10)
 static void mm_rowwise(void *ctx, int64_t r0, int64_t r1, int thread) {
     (void)thread;
@@ -79,12 +81,21 @@ static void mm_rowwise(void *ctx, int64_t r0, int64_t r1, int thread) {
                     j->ops.vec_dot8p(n, s8, wr, j->packs + (size_t)j->gstart[i] * j->pack_bytes);
                     for (int q = 0; q < 8; q++) j->y[(t + q) * ne1 + r] = s8[q];
                     i += 8;
-                } else if (j->ops.vec_dot8 && i + 8 <= i1 && L[i + 7] == t + 7) { /* same bits as one at a time */
+                    continue;
+                }
+                int run = 1; /* consecutive rows from t, as many as one call takes */
+                while (run < QUANT_DOTN_MAX && i + run < i1 && L[i + run] == t + run) run++;
+                if (j->ops.vec_dot8 && run >= 8) { /* same bits as one at a time */
                     float s8[8];
                     j->ops.vec_dot8(n, s8, wr, j->xq + t * j->xrow, j->xrow);
                     for (int q = 0; q < 8; q++) j->y[(t + q) * ne1 + r] = s8[q];
                     i += 8;
-                } else if (j->ops.vec_dot4 && i + 4 <= i1 && L[i + 3] == t + 3) {
+                } else if (j->ops.vec_dotn && run >= 2) { /* the whole run in one pass over the weight row */
+                    float sn[QUANT_DOTN_MAX];
+                    j->ops.vec_dotn(n, sn, wr, j->xq + t * j->xrow, j->xrow, run);
+                    for (int q = 0; q < run; q++) j->y[(t + q) * ne1 + r] = sn[q];
+                    i += run;
+                } else if (j->ops.vec_dot4 && run >= 4) {
                     float s4[4];
                     j->ops.vec_dot4(n, s4, wr, j->xq + t * j->xrow, j->xrow);
                     for (int q = 0; q < 4; q++) j->y[(t + q) * ne1 + r] = s4[q];
