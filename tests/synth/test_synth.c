@@ -329,6 +329,21 @@ static void check_ple_hash(void) {
     CHECKF(h.rows == 320001536, "rows %lld", (long long)h.rows);
 }
 
+/* qwen4exp-small-dense is qwen4exp-small with QSA's budget at the whole context (the speed study's dense
+ * baseline): every other field equal, so the same seed gives the same weights. */
+static void check_dense_twin(void) {
+    const synth_preset *a = synth_preset_find("qwen4exp-small"), *b = synth_preset_find("qwen4exp-small-dense");
+    CHECK(a && b);
+    if (!a || !b) return;
+    synth_preset x, y; /* memcpy: the static presets' padding is zero and comes along */
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    CHECKF(y.idx_budget >= y.n_ctx && x.idx_budget < x.n_ctx, "budgets %lld / %lld, context %lld",
+           (long long)x.idx_budget, (long long)y.idx_budget, (long long)y.n_ctx);
+    x.name = y.name, x.model_name = y.model_name, x.source = y.source, x.idx_budget = y.idx_budget;
+    CHECK(!memcmp(&x, &y, sizeof x));
+}
+
 int main(void) {
     snprintf(tmp_path, sizeof tmp_path, "/tmp/llm170_test_synth_%d.gguf", (int)getpid());
     const char *tiny[] = {"tiny-qwen35", "tiny-qwen35moe", "tiny-llama", "tiny-qwen4exp"};
@@ -341,6 +356,7 @@ int main(void) {
     check_determinism();
     check_param_counts();
     check_ple_hash();
+    check_dense_twin();
     unlink(tmp_path);
     return check_report("test_synth");
 }
