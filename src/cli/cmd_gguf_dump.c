@@ -88,12 +88,46 @@ static void print_value(const gguf_value *v) {
     }
 }
 
-static void print_kv(const gguf_kv *kv) {
+/* What qwen4exp's own keys mean (key after "ARCH."; /work/shared/specs/qwen4exp.md §3.2, docs/qwen4exp.md),
+ * printed after the value: hyper-connections, the QSA indexer and PLE have no counterpart in other
+ * architectures, so their names alone do not say what they hold. */
+static const struct { const char *key, *meaning; } key_names[] = {
+    {"hyper_connection.count", "hyper-connection residual streams S (residual width S x embedding_length)"},
+    {"hyper_connection.low_rank", "hyper-connection low rank R of the stream mixer"},
+    {"attention.indexer.head_count", "QSA lightning-indexer query heads"},
+    {"attention.indexer.key_length", "QSA indexer head dim (raw key and block key width)"},
+    {"attention.indexer.top_k", "QSA token budget B per query (B / compress ratio blocks selected)"},
+    {"attention.compress_ratios", "per block: QSA keys per compressed block (0 = GDN block)"},
+    {"ple.layers", "PLE n-gram embedding blocks (0-based)"},
+    {"ple.ngram_size", "PLE n-gram order N (also the conv dilation)"},
+    {"ple.heads_per_ngram", "PLE hash heads per n-gram order"},
+    {"ple.conv_kernel", "PLE dilated causal conv kernel K_p"},
+    {"ple.layer_multipliers", "PLE hash multipliers (one per n-gram position)"},
+    {"ple.head_offsets", "PLE hash head g: first row in per_layer_token_embd"},
+    {"ple.head_vocab_sizes", "PLE hash head g: table size (a prime)"},
+    {"ple.eos_token_id", "PLE n-gram reset token"},
+    {"ple.image_token_id", "PLE hash id of image positions"},
+    {"embedding_length_per_layer_input", "PLE table row width d_p"},
+};
+
+static const char *key_meaning(const char *key, const char *arch_prefix) {
+    size_t n = strlen(arch_prefix);
+    if (!n || strncmp(key, arch_prefix, n)) return NULL;
+    for (size_t i = 0; i < sizeof key_names / sizeof key_names[0]; i++)
+        if (!strcmp(key + n, key_names[i].key)) return key_names[i].meaning;
+    return NULL;
+}
+
+static void print_kv_named(const gguf_kv *kv, const char *arch_prefix) {
     printf("  %-44s ", kv->key);
     if (kv->value.type != GGUF_ARRAY) printf("%-8s ", gguf_vtype_name(kv->value.type));
     print_value(&kv->value);
+    const char *meaning = key_meaning(kv->key, arch_prefix);
+    if (meaning) printf("   # %s", meaning);
     putchar('\n');
 }
+
+static void print_kv(const gguf_kv *kv) { print_kv_named(kv, ""); }
 
 static bool starts_with(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
 
@@ -288,7 +322,7 @@ int cmd_gguf_dump(int argc, char **argv) {
     snprintf(prefix, sizeof prefix, "%s.", arch);
     printf("\narchitecture: %s\n", arch[0] ? arch : "(no general.architecture key)");
     for (uint64_t i = 0; arch[0] && i < gguf_n_kv(f); i++)
-        if (starts_with(gguf_kv_at(f, i)->key, prefix)) print_kv(gguf_kv_at(f, i));
+        if (starts_with(gguf_kv_at(f, i)->key, prefix)) print_kv_named(gguf_kv_at(f, i), prefix);
     printf("\ngeneral:\n");
     for (uint64_t i = 0; i < gguf_n_kv(f); i++)
         if (starts_with(gguf_kv_at(f, i)->key, "general.")) print_kv(gguf_kv_at(f, i));

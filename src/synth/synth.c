@@ -15,6 +15,12 @@
  *                ffn_gate_inp_shexp {H}, ffn_gate_shexp/ffn_up_shexp {H, I_s}, ffn_down_shexp {I_s, H}
  *   MTP block    blk.{n_layer}: an attention block + FFN + nextn.eh_proj {2H, H},
  *                nextn.enorm/hnorm/shared_head_norm {H}
+ *   qwen4exp     (spec §3.3; no attn_norm/post_attention_norm/output_norm: hyper-connections replace them)
+ *                W = S*H: every block hc_{attn,ffn}_norm {W}, _down {W, R}, _up {R, W}, _inject {W, S};
+ *                QSA blocks: the attention above + indexer.q_proj {H, n_i*d_i}, indexer.k_proj {H, d_i},
+ *                indexer.q_norm/k_norm {d_i}; the PLE block: ple_key {n_p*d_p, W}, ple_value {n_p*d_p, H},
+ *                ple_norm_key/query/conv {W}, ple_conv1d {K_p, W}; global output_hc_norm/down/up and
+ *                per_layer_token_embd {d_p, rows}; MoE as above with ffn_gate_inp_shexp 1-D
  * Value heads are in the converter's tiled order, but with random weights the order is invisible. */
 #include <math.h>
 #include <stdio.h>
@@ -51,6 +57,35 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
+static bool is_prime(uint64_t n) {
+    if (n < 2) return false;
+    for (uint64_t d = 2; d * d <= n; d++)
+        if (n % d == 0) return false;
+    return true;
+}
+
+void synth_ple_hash_make(const synth_preset *p, synth_ple_hash *h) {
+    memset(h, 0, sizeof *h);
+    h->n_mult = (int)p->ple_ngram;
+    h->n_heads = (int)((p->ple_ngram - 1) * p->ple_heads_per);
+    if (h->n_mult < 2 || h->n_mult > 8 || h->n_heads > 64 || p->n_vocab <= 0) return;
+    const uint64_t seed = 1234, golden = 0x9E3779B97F4A7C15ull; /* base = seed + 10007 * (index in the PLE list = 0) */
+    const uint64_t half = ((uint64_t)INT64_MAX / (uint64_t)p->n_vocab) / 2;
+    for (int j = 0; j < h->n_mult; j++) {
+        uint64_t v = seed + golden * (uint64_t)(j + 1);
+        h->mult[j] = 2 * (rng_splitmix64(&v) % half) + 1;
+    }
+    uint64_t prime = (uint64_t)p->ple_vocab_base, off = 0;
+    for (int g = 0; g < h->n_heads; g++) {
+        do prime++;
+        while (!is_prime(prime));
+        h->size[g] = prime;
+        h->offset[g] = off;
+        off += prime;
+    }
+    h->rows = (int64_t)((off + 127) / 128 * 128);
+}
+
 /* llama-quantize's "use_more_bits": the first and last eighth of the layers and every third between. */
 static bool use_more_bits(int64_t i_layer, int64_t n_layers) {
     return i_layer < n_layers / 8 || i_layer >= 7 * n_layers / 8 || (i_layer - n_layers / 8) % 3 == 2;
@@ -65,7 +100,7 @@ static enum qtype fallback_type(enum qtype t, int64_t ne0) {
 
 /* The rules, in the order llama.cpp applies them:
  *  1. The converter keeps in F32: 1-D tensors, *_norm.weight, anything not named *.weight (ssm_a,
- *     ssm_dt.bias), ssm_conv1d and the MoE routers ffn_gate_inp (llama-quantize leaves them too).
+ *     ssm_dt.bias), the convs (ssm_conv1d, qwen4exp's ple_conv1d) and the MoE routers ffn_gate_inp (llama-quantize leaves them too).
  *  2. f32 / f16 / q8_0: everything else in that type (Q8_0 needs ne[0] % 32 == 0, else F16).
  *  3. q4_0 / q4_k_m: output.weight (and token_embd when tied, as the two are one tensor) Q6_K;
  *     token_embd otherwise the base type. q4_k_m further: attn_v and every ffn_down* (dense, experts,
@@ -76,7 +111,7 @@ static enum qtype fallback_type(enum qtype t, int64_t ne0) {
  *     llama-quantize does (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, else F16). */
 enum qtype synth_tensor_type(const synth_preset *p, enum synth_mix m, const char *name, uint32_t n_dims,
                              const int64_t *ne, int i_layer, int64_t n_layer_all) {
-    if (n_dims < 2 || !ends_with(name, ".weight") || has(name, "_norm.weight") || has(name, "ssm_conv1d") ||
+    if (n_dims < 2 || !ends_with(name, ".weight") || has(name, "_norm.weight") || has(name, "conv1d") ||
         has(name, "ffn_gate_inp.weight"))
         return QT_F32;
     switch (m) {
@@ -198,6 +233,57 @@ static void plan_ffn(planner *pl, int l) {
     WEIGHT(pl, l, "ffn_down_shexp.weight", p->n_ff_shexp, p->n_embd, 0);
 }
 
+/* A hyper-connection module (spec §2.3) named PREFIX_{norm,down,up,inject}; inject only when with_inject. */
+static void plan_hc(planner *pl, int l, const char *prefix, bool with_inject) {
+    const synth_preset *p = pl->p;
+    const int64_t Wd = p->hc_count * p->n_embd;
+    char name[48];
+    snprintf(name, sizeof name, "%s_norm.weight", prefix);
+    NORM(pl, l, name, Wd);
+    snprintf(name, sizeof name, "%s_down.weight", prefix);
+    WEIGHT(pl, l, name, Wd, p->hc_rank, 0);
+    snprintf(name, sizeof name, "%s_up.weight", prefix);
+    WEIGHT(pl, l, name, p->hc_rank, Wd, 0);
+    if (!with_inject) return;
+    snprintf(name, sizeof name, "%s_inject.weight", prefix);
+    WEIGHT(pl, l, name, Wd, p->hc_count, 0);
+}
+
+/* qwen4exp's blocks: HC + (GDN | QSA with its indexer) + HC + MoE; PLE on one GDN block. */
+static void plan_qwen4exp(planner *pl) {
+    const synth_preset *p = pl->p;
+    const int64_t Wd = p->hc_count * p->n_embd, n_p = (p->ple_ngram - 1) * p->ple_heads_per;
+    for (int l = 0; l < (int)p->n_layer; l++) {
+        plan_hc(pl, l, "hc_attn", true);
+        plan_hc(pl, l, "hc_ffn", true);
+        if ((l + 1) % p->full_attn_interval == 0) {
+            plan_attention(pl, l);
+            WEIGHT(pl, l, "indexer.q_proj.weight", p->n_embd, p->idx_heads * p->idx_dim, 0);
+            WEIGHT(pl, l, "indexer.k_proj.weight", p->n_embd, p->idx_dim, 0);
+            NORM(pl, l, "indexer.q_norm.weight", p->idx_dim);
+            NORM(pl, l, "indexer.k_norm.weight", p->idx_dim);
+        } else {
+            plan_gdn(pl, l);
+        }
+        plan_ffn(pl, l);
+        if (p->ple_dim > 0 && l == p->ple_layer) {
+            WEIGHT(pl, l, "ple_key.weight", n_p * p->ple_dim, Wd, 0);
+            WEIGHT(pl, l, "ple_value.weight", n_p * p->ple_dim, p->n_embd, 0);
+            NORM(pl, l, "ple_norm_key.weight", Wd);
+            NORM(pl, l, "ple_norm_query.weight", Wd);
+            NORM(pl, l, "ple_norm_conv.weight", Wd);
+            add(pl, l, "ple_conv1d.weight", SYNTH_INIT_UNIFORM, -0.5f, 0.5f, p->ple_conv, Wd, 0);
+        }
+    }
+    plan_hc(pl, -1, "output_hc", false);
+    if (p->ple_dim > 0) {
+        synth_ple_hash h;
+        synth_ple_hash_make(p, &h);
+        WEIGHT(pl, -1, "per_layer_token_embd.weight", p->ple_dim, h.rows, 0);
+    }
+    WEIGHT(pl, -1, "output.weight", p->n_embd, p->n_vocab, 0);
+}
+
 int synth_plan_make(const synth_preset *p, enum synth_mix m, synth_plan *out, err *e) {
     memset(out, 0, sizeof *out);
     if ((unsigned)m >= SYNTH_MIX_COUNT) return err_set(e, ERR_ARG, "synth: unknown mix %d", (int)m);
@@ -205,7 +291,8 @@ int synth_plan_make(const synth_preset *p, enum synth_mix m, synth_plan *out, er
     WEIGHT(&pl, -1, "token_embd.weight", p->n_embd, p->n_vocab, 0);
     if (p->arch == SYNTH_ARCH_LLAMA && p->rope_scale_factor > 0)
         add(&pl, -1, "rope_freqs.weight", SYNTH_INIT_ROPE_FREQS, 0, 0, p->rope_dim / 2, 0, 0);
-    for (int l = 0; l < (int)pl.n_layer_all; l++) {
+    if (p->arch == SYNTH_ARCH_QWEN4EXP) plan_qwen4exp(&pl);
+    for (int l = 0; p->arch != SYNTH_ARCH_QWEN4EXP && l < (int)pl.n_layer_all; l++) {
         const bool mtp = l >= p->n_layer;
         NORM(&pl, l, "attn_norm.weight", p->n_embd);
         if (p->arch == SYNTH_ARCH_LLAMA) {
@@ -227,8 +314,8 @@ int synth_plan_make(const synth_preset *p, enum synth_mix m, synth_plan *out, er
             NORM(&pl, l, "nextn.shared_head_norm.weight", p->n_embd);
         }
     }
-    NORM(&pl, -1, "output_norm.weight", p->n_embd);
-    if (!p->tied) WEIGHT(&pl, -1, "output.weight", p->n_embd, p->n_vocab, 0);
+    if (p->arch != SYNTH_ARCH_QWEN4EXP) NORM(&pl, -1, "output_norm.weight", p->n_embd);
+    if (!p->tied && p->arch != SYNTH_ARCH_QWEN4EXP) WEIGHT(&pl, -1, "output.weight", p->n_embd, p->n_vocab, 0);
     if (pl.rc) {
         synth_plan_free(out);
         return err_set(e, pl.rc, "synth: out of memory planning %s", p->name);
@@ -382,6 +469,35 @@ static int fill_cb(void *vctx, void *buf, uint64_t offset, uint64_t nbytes, err 
 
 /* ---- metadata ----------------------------------------------------------------------------------- */
 
+/* The published file's keys (spec §3.2), as llama.cpp's gguf-py names them. */
+static int set_qwen4exp_keys(gguf_writer *w, const synth_preset *p) {
+    int rc = 0;
+    rc |= gguf_writer_set_u32(w, "qwen4exp.hyper_connection.count", (uint32_t)p->hc_count);
+    rc |= gguf_writer_set_u32(w, "qwen4exp.hyper_connection.low_rank", (uint32_t)p->hc_rank);
+    rc |= gguf_writer_set_u32(w, "qwen4exp.attention.indexer.head_count", (uint32_t)p->idx_heads);
+    rc |= gguf_writer_set_u32(w, "qwen4exp.attention.indexer.key_length", (uint32_t)p->idx_dim);
+    rc |= gguf_writer_set_u32(w, "qwen4exp.attention.indexer.top_k", (uint32_t)p->idx_budget);
+    int32_t ratios[256];
+    if (p->n_layer > 256) return ERR_ARG;
+    for (int64_t i = 0; i < p->n_layer; i++) ratios[i] = (i + 1) % p->full_attn_interval == 0 ? (int32_t)p->idx_ratio : 0;
+    rc |= gguf_writer_set_arr(w, "qwen4exp.attention.compress_ratios", GGUF_INT32, ratios, (uint64_t)p->n_layer);
+    if (p->ple_dim <= 0) return rc;
+    synth_ple_hash h;
+    synth_ple_hash_make(p, &h);
+    const int32_t ple_layer = (int32_t)p->ple_layer;
+    rc |= gguf_writer_set_arr(w, "qwen4exp.ple.layers", GGUF_INT32, &ple_layer, 1);
+    rc |= gguf_writer_set_u32(w, "qwen4exp.ple.ngram_size", (uint32_t)p->ple_ngram);
+    rc |= gguf_writer_set_u32(w, "qwen4exp.ple.heads_per_ngram", (uint32_t)p->ple_heads_per);
+    rc |= gguf_writer_set_u32(w, "qwen4exp.ple.conv_kernel", (uint32_t)p->ple_conv);
+    rc |= gguf_writer_set_arr(w, "qwen4exp.ple.layer_multipliers", GGUF_UINT64, h.mult, (uint64_t)h.n_mult);
+    rc |= gguf_writer_set_arr(w, "qwen4exp.ple.head_offsets", GGUF_UINT64, h.offset, (uint64_t)h.n_heads);
+    rc |= gguf_writer_set_arr(w, "qwen4exp.ple.head_vocab_sizes", GGUF_UINT64, h.size, (uint64_t)h.n_heads);
+    rc |= gguf_writer_set_u32(w, "qwen4exp.ple.eos_token_id", (uint32_t)p->tok_special_base); /* <|endoftext|> */
+    rc |= gguf_writer_set_u32(w, "qwen4exp.ple.image_token_id", (uint32_t)p->tok_special_base + 12); /* <|image_pad|> */
+    rc |= gguf_writer_set_u32(w, "qwen4exp.embedding_length_per_layer_input", (uint32_t)p->ple_dim);
+    return rc;
+}
+
 static int set_arch_keys(gguf_writer *w, const synth_preset *p) {
     const char *a = synth_arch_name(p->arch);
     char k[128];
@@ -426,6 +542,7 @@ static int set_arch_keys(gguf_writer *w, const synth_preset *p) {
             U32("expert_shared_feed_forward_length", p->n_ff_shexp);
         }
     }
+    if (p->arch == SYNTH_ARCH_QWEN4EXP) rc |= set_qwen4exp_keys(w, p);
 #undef U32
 #undef F32
     return rc;

@@ -23,7 +23,7 @@
 #include "base/err.h"
 #include "quant/qtype.h"
 
-enum synth_arch { SYNTH_ARCH_LLAMA, SYNTH_ARCH_QWEN35, SYNTH_ARCH_QWEN35MOE };
+enum synth_arch { SYNTH_ARCH_LLAMA, SYNTH_ARCH_QWEN35, SYNTH_ARCH_QWEN35MOE, SYNTH_ARCH_QWEN4EXP };
 
 /* Which tokenizer layout the preset imitates (ids of special tokens, pre-tokenizer name, template). */
 enum synth_tok { SYNTH_TOK_QWEN35, SYNTH_TOK_LLAMA3 };
@@ -58,8 +58,16 @@ typedef struct synth_preset {
     int64_t ssm_heads;   /* n_v */
     int64_t full_attn_interval;
     int32_t rope_sections[4];
-    /* MoE (qwen35moe) */
+    /* MoE (qwen35moe, qwen4exp) */
     int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    /* qwen4exp (specs/qwen4exp.md §1.1): hyper-connections S streams of rank R; the QSA indexer (heads, head
+     * dim, token budget B, compression ratio c); PLE on 0-based block ple_layer when ple_dim > 0: n-grams of
+     * ple_ngram tokens, ple_heads_per hash heads per order, table rows of ple_dim (d_p), conv kernel K_p, and
+     * the prime-table base (each head's size is the next prime after the previous head's). The PLE reset
+     * token is tok_special_base (<|endoftext|>). */
+    int64_t hc_count, hc_rank;
+    int64_t idx_heads, idx_dim, idx_budget, idx_ratio;
+    int64_t ple_layer, ple_ngram, ple_heads_per, ple_dim, ple_conv, ple_vocab_base;
     /* llama3 rope scaling (llama): factor 0 = none */
     float rope_scale_factor, rope_low_freq, rope_high_freq;
     int64_t rope_orig_ctx;
@@ -71,6 +79,18 @@ size_t synth_preset_count(void);
 const synth_preset *synth_preset_at(size_t i);
 const synth_preset *synth_preset_find(const char *name); /* NULL if unknown */
 const char *synth_arch_name(enum synth_arch a);          /* "qwen35", ... (general.architecture) */
+
+/* qwen4exp's PLE hash constants as transformers derives them (spec §2.7.1): head g's table size is the
+ * (g+1)-th prime after ple_vocab_base, offsets their prefix sums; multiplier j = 2 (splitmix64(seed +
+ * 0x9E3779B97F4A7C15 (j+1)) mod half) + 1 with half = floor((2^63-1) / n_vocab) / 2 and seed 1234 (the
+ * config default). rows = the table's row count (the sum padded up to a multiple of 128). n_p =
+ * (ple_ngram - 1) * ple_heads_per <= 64 heads, ple_ngram <= 8. */
+typedef struct synth_ple_hash {
+    uint64_t mult[8], size[64], offset[64];
+    int n_mult, n_heads;
+    int64_t rows;
+} synth_ple_hash;
+void synth_ple_hash_make(const synth_preset *p, synth_ple_hash *h);
 
 const char *synth_mix_name(enum synth_mix m); /* "q4_k_m", ... */
 int synth_mix_from_name(const char *name);    /* -1 if unknown */

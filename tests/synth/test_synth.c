@@ -122,8 +122,58 @@ static void check_tokenizer(const gguf_file *f, const synth_preset *p) {
     CHECK(!gguf_get_str(f, "tokenizer.chat_template", &s, &e) && s.len > 100);
 }
 
+/* tiny-qwen4exp (H 256, S 2, R 64, blocks 0-2 GDN + 3 QSA, PLE on block 1 with 4 heads of rows 64): shapes
+ * from spec §3.3 written out by hand, and the keys our loader and llama.cpp's read (§3.2). */
+static void check_known_qwen4exp(const gguf_file *f, enum synth_mix m) {
+    const bool q4km = m == SYNTH_MIX_Q4_K_M;
+    const int Q4K = q4km ? QT_Q4_K : -1, Q6K = q4km ? QT_Q6_K : -1, Q5_0 = q4km ? QT_Q5_0 : -1;
+    check_shape(f, "token_embd.weight", 2, 256, 2048, 1, Q4K);
+    check_shape(f, "output.weight", 2, 256, 2048, 1, Q6K);
+    check_shape(f, "output_hc_norm.weight", 1, 512, 1, 1, QT_F32);
+    check_shape(f, "output_hc_down.weight", 2, 512, 64, 1, Q4K);
+    check_shape(f, "output_hc_up.weight", 2, 64, 512, 1, Q5_0); /* rows of 64: Q4_K falls back to Q5_0 */
+    check_shape(f, "blk.0.hc_attn_inject.weight", 2, 512, 2, 1, Q4K);
+    check_shape(f, "blk.2.hc_ffn_norm.weight", 1, 512, 1, 1, QT_F32);
+    check_shape(f, "blk.0.attn_qkv.weight", 2, 256, 1024, 1, q4km ? QT_Q5_K : -1);
+    check_shape(f, "blk.3.attn_q.weight", 2, 256, 1024, 1, Q4K); /* per-head [q | gate] */
+    check_shape(f, "blk.3.indexer.q_proj.weight", 2, 256, 256, 1, Q4K);
+    check_shape(f, "blk.3.indexer.k_proj.weight", 2, 256, 64, 1, Q4K);
+    check_shape(f, "blk.3.indexer.k_norm.weight", 1, 64, 1, 1, QT_F32);
+    check_shape(f, "blk.1.ple_key.weight", 2, 256, 512, 1, Q4K);
+    check_shape(f, "blk.1.ple_value.weight", 2, 256, 256, 1, Q4K);
+    check_shape(f, "blk.1.ple_norm_conv.weight", 1, 512, 1, 1, QT_F32);
+    check_shape(f, "blk.1.ple_conv1d.weight", 2, 4, 512, 1, QT_F32);
+    /* 4 heads: the primes after 1000 (1009, 1013, 1019, 1021) = 4062 rows, padded to 4096 */
+    check_shape(f, "per_layer_token_embd.weight", 2, 64, 4096, 1, Q5_0);
+    check_shape(f, "blk.0.ffn_gate_inp_shexp.weight", 1, 256, 1, 1, QT_F32);
+    check_shape(f, "blk.3.ffn_down_exps.weight", 3, 256, 256, 16, Q6K); /* 3 >= 7*4/8 */
+    CHECK(!gguf_find_tensor(f, "output_norm.weight") && !gguf_find_tensor(f, "blk.0.attn_norm.weight") &&
+          !gguf_find_tensor(f, "output_hc_inject.weight") && !gguf_find_tensor(f, "blk.0.ple_key.weight") &&
+          !gguf_find_tensor(f, "blk.3.ssm_a") && !gguf_find_tensor(f, "blk.2.indexer.q_proj.weight"));
+    /* 3 global + hc 8 + moe 8 per block, GDN 9 x 3 + QSA 10, PLE 6, the table, the head */
+    CHECKF(gguf_n_tensors(f) == 1 + 3 + 4 * 16 + 3 * 9 + 10 + 6 + 1 + 1, "tiny-qwen4exp: %llu tensors",
+           (unsigned long long)gguf_n_tensors(f));
+    err e = {0};
+    uint32_t u = 0;
+    CHECK(!gguf_get_u32(f, "qwen4exp.block_count", &u, &e) && u == 4);
+    CHECK(!gguf_get_u32(f, "qwen4exp.hyper_connection.count", &u, &e) && u == 2);
+    CHECK(!gguf_get_u32(f, "qwen4exp.attention.indexer.top_k", &u, &e) && u == 16);
+    CHECK(!gguf_get_u32(f, "qwen4exp.ple.eos_token_id", &u, &e) && u == 2016); /* <|endoftext|> */
+    CHECK(!gguf_get_u32(f, "qwen4exp.embedding_length_per_layer_input", &u, &e) && u == 64);
+    gguf_array a;
+    CHECK(!gguf_get_arr(f, "qwen4exp.attention.compress_ratios", GGUF_INT32, &a, &e) && a.n == 4 &&
+          ((const int32_t *)a.data)[3] == 4 && ((const int32_t *)a.data)[2] == 0);
+    CHECK(!gguf_get_arr(f, "qwen4exp.ple.layers", GGUF_INT32, &a, &e) && a.n == 1 && ((const int32_t *)a.data)[0] == 1);
+    CHECK(!gguf_get_arr(f, "qwen4exp.ple.head_vocab_sizes", GGUF_UINT64, &a, &e) && a.n == 4 &&
+          ((const uint64_t *)a.data)[3] == 1021);
+}
+
 /* Hand-written expectations from llama.cpp's loader (shapes) and quantizer (Q4_K_M types). */
 static void check_known(const gguf_file *f, const synth_preset *p, enum synth_mix m) {
+    if (p->arch == SYNTH_ARCH_QWEN4EXP) {
+        check_known_qwen4exp(f, m);
+        return;
+    }
     const bool q4km = m == SYNTH_MIX_Q4_K_M;
     const int Q4K = q4km ? QT_Q4_K : -1, Q6K = q4km ? QT_Q6_K : -1;
     check_shape(f, "token_embd.weight", 2, 256, 2048, 1, Q4K);
@@ -232,6 +282,7 @@ static void check_param_counts(void) {
     static const struct { const char *name; double params; } want[] = {
         {"qwen35-27b", 26.90e9}, {"qwen35-9b", 8.95e9}, {"qwen35-0.8b", 0.75e9},
         {"qwen35moe-35b-a3b", 34.66e9}, {"llama-8b", 8.03e9},
+        {"qwen4exp-flash-next", 176.94e9}, /* specs/qwen4exp.md 1.3: body 125.74B + n-gram table 51.20B */
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const synth_preset *p = synth_preset_find(want[i].name);
@@ -249,16 +300,54 @@ static void check_param_counts(void) {
                want[i].params);
         if (!strcmp(p->name, "qwen35-27b")) /* spec 5.2: a Q4_K_M file of about 16.5 GB (+-5%) */
             CHECKF(fabs((double)plan.n_bytes / 16.5e9 - 1) < 0.05, "27b q4_k_m: %.3f GB", 1e-9 * (double)plan.n_bytes);
+        if (!strcmp(p->name, "qwen4exp-flash-next")) { /* spec 1.3: the table is 320,001,536 x 160 */
+            const synth_tensor *t = &plan.t[plan.n - 2];
+            CHECKF(!strcmp(t->name, "per_layer_token_embd.weight") && t->ne[0] == 160 && t->ne[1] == 320001536,
+                   "flash-next n-gram table %s [%lld, %lld]", t->name, (long long)t->ne[0], (long long)t->ne[1]);
+            CHECKF(fabs((n - (double)t->ne[0] * (double)t->ne[1]) / 125.74e9 - 1) < 0.01, "flash-next body %.4g", n);
+        }
         if (!strcmp(p->name, "llama-8b")) /* published Llama-3.1-8B-Instruct Q4_K_M files: 4.92 GB */
             CHECKF(fabs((double)plan.n_bytes / 4.92e9 - 1) < 0.01, "8b q4_k_m: %.3f GB", 1e-9 * (double)plan.n_bytes);
         synth_plan_free(&plan);
     }
 }
 
+/* The PLE hash constants derived for the published shape equal the spec's (§2.7.1), which match the
+ * checkpoint's buffers as three parties read them. */
+static void check_ple_hash(void) {
+    static const uint64_t primes[16] = {20000003, 20000023, 20000033, 20000047, 20000059, 20000063,
+                                        20000069, 20000077, 20000081, 20000093, 20000107, 20000147,
+                                        20000153, 20000159, 20000161, 20000171};
+    synth_ple_hash h;
+    synth_ple_hash_make(synth_preset_find("qwen4exp-flash-next"), &h);
+    CHECK(h.n_mult == 3 && h.n_heads == 16);
+    CHECKF(h.mult[0] == 23703573157769ull && h.mult[1] == 20109073645365ull && h.mult[2] == 8052911324071ull,
+           "multipliers %llu %llu %llu", (unsigned long long)h.mult[0], (unsigned long long)h.mult[1],
+           (unsigned long long)h.mult[2]);
+    for (int g = 0; g < 16; g++) CHECKF(h.size[g] == primes[g], "head %d: size %llu", g, (unsigned long long)h.size[g]);
+    CHECK(h.offset[1] == 20000003 && h.offset[15] == 300001275ull);
+    CHECKF(h.rows == 320001536, "rows %lld", (long long)h.rows);
+}
+
+/* qwen4exp-small-dense is qwen4exp-small with QSA's budget at the whole context (the speed study's dense
+ * baseline): every other field equal, so the same seed gives the same weights. */
+static void check_dense_twin(void) {
+    const synth_preset *a = synth_preset_find("qwen4exp-small"), *b = synth_preset_find("qwen4exp-small-dense");
+    CHECK(a && b);
+    if (!a || !b) return;
+    synth_preset x, y; /* memcpy: the static presets' padding is zero and comes along */
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    CHECKF(y.idx_budget >= y.n_ctx && x.idx_budget < x.n_ctx, "budgets %lld / %lld, context %lld",
+           (long long)x.idx_budget, (long long)y.idx_budget, (long long)y.n_ctx);
+    x.name = y.name, x.model_name = y.model_name, x.source = y.source, x.idx_budget = y.idx_budget;
+    CHECK(!memcmp(&x, &y, sizeof x));
+}
+
 int main(void) {
     snprintf(tmp_path, sizeof tmp_path, "/tmp/llm170_test_synth_%d.gguf", (int)getpid());
-    const char *tiny[] = {"tiny-qwen35", "tiny-qwen35moe", "tiny-llama"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *tiny[] = {"tiny-qwen35", "tiny-qwen35moe", "tiny-llama", "tiny-qwen4exp"};
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++) {
         const synth_preset *p = synth_preset_find(tiny[i]);
         CHECKF(p != NULL, "preset %s missing", tiny[i]);
         if (!p) continue;
@@ -266,6 +355,8 @@ int main(void) {
     }
     check_determinism();
     check_param_counts();
+    check_ple_hash();
+    check_dense_twin();
     unlink(tmp_path);
     return check_report("test_synth");
 }
