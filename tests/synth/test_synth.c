@@ -124,6 +124,13 @@ static void check_tokenizer(const gguf_file *f, const synth_preset *p) {
 
 /* tiny-qwen4exp (H 256, S 2, R 64, blocks 0-2 GDN + 3 QSA, PLE on block 1 with 4 heads of rows 64): shapes
  * from spec §3.3 written out by hand, and the keys our loader and llama.cpp's read (§3.2). */
+/* element i of an INT32 array (the file's bytes need not be 4-byte aligned) */
+static int32_t arr_i32(const gguf_array *a, size_t i) {
+    int32_t v;
+    memcpy(&v, (const char *)a->data + i * sizeof v, sizeof v);
+    return v;
+}
+
 static void check_known_qwen4exp(const gguf_file *f, enum synth_mix m) {
     const bool q4km = m == SYNTH_MIX_Q4_K_M;
     const int Q4K = q4km ? QT_Q4_K : -1, Q6K = q4km ? QT_Q6_K : -1, Q5_0 = q4km ? QT_Q5_0 : -1;
@@ -162,10 +169,11 @@ static void check_known_qwen4exp(const gguf_file *f, enum synth_mix m) {
     CHECK(!gguf_get_u32(f, "qwen4exp.embedding_length_per_layer_input", &u, &e) && u == 64);
     gguf_array a;
     CHECK(!gguf_get_arr(f, "qwen4exp.attention.compress_ratios", GGUF_INT32, &a, &e) && a.n == 4 &&
-          ((const int32_t *)a.data)[3] == 4 && ((const int32_t *)a.data)[2] == 0);
-    CHECK(!gguf_get_arr(f, "qwen4exp.ple.layers", GGUF_INT32, &a, &e) && a.n == 1 && ((const int32_t *)a.data)[0] == 1);
+          arr_i32(&a, 3) == 4 && arr_i32(&a, 2) == 0);
+    CHECK(!gguf_get_arr(f, "qwen4exp.ple.layers", GGUF_INT32, &a, &e) && a.n == 1 && arr_i32(&a, 0) == 1);
+    uint64_t v3 = 0;
     CHECK(!gguf_get_arr(f, "qwen4exp.ple.head_vocab_sizes", GGUF_UINT64, &a, &e) && a.n == 4 &&
-          ((const uint64_t *)a.data)[3] == 1021);
+          (memcpy(&v3, (const char *)a.data + 3 * sizeof v3, sizeof v3), v3 == 1021));
 }
 
 /* Hand-written expectations from llama.cpp's loader (shapes) and quantizer (Q4_K_M types). */
