@@ -12,10 +12,10 @@
  *      again (honest first version: this re-runs the accepted prefix; the CPU's GDN runs a short span
  *      token by token, so the state is bit-exact to decoding them one at a time).
  * The sampler sees exactly the tokens plain decoding gives it, one draw per emitted token, and the
- * target's verify rows are meant to be bit-identical to one-token passes on the CPU (backends/cpu: spans
- * under BULK_MIN_ROWS take the row-by-row kernels), so the output equals plain decoding for any sampler.
- * Open defect (docs/benchmarks.md, issue 16): on Qwen2.5-Coder-1.5B Q4_K_M they are not
- * (scripts/diag/span_vs_steps.c), and --spec ngram leaves plain decoding there.
+ * target's verify rows are bit-identical to one-token passes on the CPU (backends/cpu: spans under
+ * BULK_MIN_ROWS take the row-by-row kernels, and an attention score does not depend on how many keys its
+ * block holds: cpu_blas.h dots), so the output equals plain decoding for any sampler
+ * (scripts/diag/span_vs_steps.c checks it on a real file).
  *
  * k: the chance a be that a draft token is kept (decayed counts, prior 1/2); a round of k drafts yields
  * (1 - a^(k+1)) / (1 - a) tokens for cost(k) = verify(k+1) + k * draft + rollback, all measured here

@@ -80,7 +80,19 @@ HOT static void dots(int M, int n, float alpha, const float *restrict a, const f
         for (; i < n; i++) s0 += a[i] * b0[i], s1 += a[i] * b1[i], s2 += a[i] * b2[i], s3 += a[i] * b3[i];
         y[j] = alpha * s0, y[j + 1] = alpha * s1, y[j + 2] = alpha * s2, y[j + 3] = alpha * s3;
     }
-    for (; j < M; j++) y[j] = alpha * dot(a, B + (int64_t)j * ldb, n);
+    /* the rows left over: the same operations as one chain of the four above (not dot(), whose four
+     * accumulators round differently), so a key's score does not depend on which group it falls in: a
+     * block of keys one longer (a speculative span's own keys, masked for its first rows) must leave the
+     * other keys' scores, and so a span's logits, the bits of one-token passes (issue 16) */
+    for (; j < M; j++) {
+        const float *b0 = B + (int64_t)j * ldb;
+        v16sf c0 = {0};
+        int i = 0;
+        for (; i + 16 <= n; i += 16) c0 += v16_load(a + i) * v16_load(b0 + i);
+        float s0 = v16_hsum(c0);
+        for (; i < n; i++) s0 += a[i] * b0[i];
+        y[j] = alpha * s0;
+    }
 }
 
 /* y[0..N) += sum_k a[k] * B[k][0..N) (row stride ldb): a vector-matrix product with the outputs in
