@@ -105,7 +105,7 @@ void cx_pend_flush(exec *x, float *res) {
 /* Whether a GEMV of W over in[T] into y may join the pending ones: the same q8_1 rows (in is what xq
  * holds), type and width, room in the group, and y apart from every pending output. */
 static bool pend_joins(const cuda_exec *c, const cuda_weight *cw, const float *in, const float *y, int T) {
-    if (!c->pend.n || c->pend.n >= 3 || !cw->planes || c->pend.T != T || T > CUDA_GEMV_MAX_ROWS ||
+    if (!c->pend.n || c->pend.n >= CUDA_GEMV_GROUP || !cw->planes || c->pend.T != T || T > CUDA_GEMV_MAX_ROWS ||
         c->xq_src != in || c->xq_n != T || c->xq_K != cw->K || cw->type != c->pend.q[0].type ||
         cw->K != c->pend.q[0].K)
         return false;

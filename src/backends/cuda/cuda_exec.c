@@ -1,7 +1,8 @@
 /* cuda_exec: the CUDA executor's ops other than the matmuls (cuda_backend.c). Each is one or two kernel
  * launches on the executor's stream (kernels.h); transfers are async copies on it, and a download is the
  * only place the host waits for the device. Kernel choice per op:
- *  - attention: T = 1 over an F16 cache -> the split-K decode kernel (S cached positions, a kernel parameter); T > 1 over an F16 cache with D = 64, 128, 256 -> flash attention
+ *  - attention: T = 1 over an F16 cache -> the split-K decode kernel (S cached positions, a kernel
+ *    parameter); T > 1 over an F16 cache with D = 64, 128, 256 -> flash attention
  *    (the first query's position read on the device); anything else -> the general kernel (attention.cu);
  *  - gdn: T > 1 with Dk = Dv = 128 -> the chunked kernel; otherwise the step form over the T tokens;
  *  - gated_norm: rms_norm then silu(z) * o (two launches), rms_norm_heads: rms_norm over T * H rows.
@@ -35,7 +36,7 @@ static void cx_upload(exec *x, void *dst, const void *src, size_t bytes) {
     cx_of(x)->xq_src = NULL;
     cx_prof_mark(x, "upload", NULL);
     if (!bytes || x->status || cx_graph_upload(x, dst, src, bytes)) return;
-    if (!x->status) cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ST(x)), "upload");
+    cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ST(x)), "upload");
 }
 
 /* the host's only wait: the stream up to this copy (errors of earlier kernels surface here); a captured
@@ -105,16 +106,13 @@ static void cx_get_rows(exec *x, const weight *w, const int32_t *ids, float *y, 
 }
 
 /* Whether an op that writes y[T][K] may also write its q8_1 for the GEMV of a matmul that reads y next
- * (cuda_backend.c quantize_in): a pass small enough for the GEMV, rows the scratch holds, y apart from the
- * op's inputs (the fused kernels read each row whole before writing). */
-static bool fuse_q8(exec *x, const float *y, int T, int64_t K, const float *in0, const float *in1) {
+ * (cuda_backend.c quantize_in): a pass small enough for the GEMV, rows the scratch holds, and y apart from
+ * `in` when the fused kernel reads whole rows of it from several blocks (rms_norm; NULL: element-wise). */
+static bool fuse_q8(exec *x, const float *y, int T, int64_t K, const float *in) {
     const cuda_exec *c = cx_of(x);
     const int64_t n = (int64_t)T * K;
-    const float *ins[2] = {in0, in1};
     if (x->status || T < 1 || T > CUDA_GEMV_MAX_ROWS || T > c->RK || K < 32 || K % 32 || K > c->K) return false;
-    for (int i = 0; i < 2; i++)
-        if (ins[i] && ins[i] < y + n && y < ins[i] + n) return false;
-    return true;
+    return !in || in + n <= y || y + n <= in;
 }
 
 /* the q8_1 rows in xq / ds are now those of y[T][K] */
@@ -127,7 +125,7 @@ static void cx_rms_norm(exec *x, const float *in, const weight *w, float *y, int
     OP(x, "rms_norm");
     const float *wd = w ? cx_f32(x, w, "rms_norm") : NULL;
     if (T <= 0) return;
-    if (fuse_q8(x, y, T, C, in, NULL)) {
+    if (fuse_q8(x, y, T, C, in)) {
         RUN(x, "rms_norm", cuda_rms_norm_q8_1(in, wd, eps, cx_of(x)->xq, cx_of(x)->ds, y, T, C, ST(x)));
         fused_q8(x, y, T, C);
         return;
@@ -160,7 +158,7 @@ static void cx_swiglu(exec *x, const float *g, const float *u, float *y, int64_t
     OP(x, "swiglu");
     if (n <= 0) return;
     const int T = cx_of(x)->pr.T; /* y is [T][n / T] when the op covers the pass's rows (not routed slots) */
-    if (T > 0 && n % T == 0 && fuse_q8(x, y, T, n / T, NULL, NULL)) {
+    if (T > 0 && n % T == 0 && fuse_q8(x, y, T, n / T, NULL)) {
         RUN(x, "swiglu", cuda_swiglu_q8_1(g, u, cx_of(x)->xq, cx_of(x)->ds, y, T, (int)(n / T), ST(x)));
         fused_q8(x, y, T, n / T);
         return;

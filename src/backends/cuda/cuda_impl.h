@@ -56,8 +56,8 @@ typedef struct cuda_exec {
     struct {              /* GEMVs not launched yet (cx_pend_flush): the next matmul over the same q8_1 rows
                            * may join them (one launch), or an add of their output into a residual */
         int n;            /* 0: none pending */
-        cuda_qmat q[3];
-        float *y[3];
+        cuda_qmat q[CUDA_GEMV_GROUP];
+        float *y[CUDA_GEMV_GROUP];
         int T;
         const char *name; /* the first weight's, for a failure */
     } pend;

@@ -51,7 +51,8 @@ int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y,
 /* the same, and res[T][N] += y in the same launch (a residual add fused into the projection before it) */
 int cuda_gemv_q_res(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, float *res, int T,
                     cudaStream_t s);
-/* n (1..3) matrices of one type and width over the same activations in one launch: y[i] = x . W[i]^T
+#define CUDA_GEMV_GROUP 3 /* matrices one cuda_gemv_q_group launch covers at most */
+/* n (1..CUDA_GEMV_GROUP) matrices of one type and width over the same activations in one launch: y[i] = x . W[i]^T
  * (q, k and v, or gate and up, of a decode step); each y[i] bit-identical to cuda_gemv_q's */
 int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y, int T,
                       cudaStream_t s);

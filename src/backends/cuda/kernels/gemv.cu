@@ -19,7 +19,8 @@
 #include "backends/cuda/kernels/gemv_unpack.h"
 
 #define GEMV_MAX_WARPS 4
-#define GEMV_GROUP 3 /* matrices one launch may cover (cuda_gemv_q_group) */
+#define GEMV_GROUP CUDA_GEMV_GROUP
+static_assert(GEMV_GROUP == 3, "k_gemv_q selects among exactly three members");
 
 template <enum qtype TYPE>
 static __device__ __forceinline__ void load_unit(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,

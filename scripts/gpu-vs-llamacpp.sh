@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Side by side on the GPU machine, the same GGUF file for both engines (issue 11's "Measure"): llm170
+# `bench --device cuda` against llama.cpp's llama-bench and llama-batched-bench built there with CUDA for
+# sm_90 from the llama-cpp-python sdist's vendor/llama.cpp (the version the CPU comparisons use).
+#
+#   here:  scripts/gpu-stage.sh build-cuda && scripts/gpu-vs-llamacpp.sh --stage
+#          (stages .devbin/ and a trimmed llama.cpp source, ~2.3 MB xz, into .devbin/llama-trim.tar.xz)
+#   there: run(carry: [".devbin"], command: "bash .devbin/gpu-vs-llamacpp.sh build")   ~4-5 min, once
+#          run(carry: [".devbin"], command: "SHAPES='llama-qwen25-0.5b llama-8b' bash .devbin/gpu-vs-llamacpp.sh bench")
+#
+# llama.cpp is built into build-llama/ in the repository copy there: a path .gitignore ignores (files there
+# that git would see as untracked are removed before the next call), which no call carries, so it stays on
+# the warm machine between consecutive calls (it is given back after ~30 s idle: call again at once).
+# "build bench" does both in one call (~4.5 min for the build).
+# For each shape (`llm170 synth --preset SHAPE --type q4_k_m`, written once and read by both engines):
+#   pp512 and tg128 at depth 0, tg128 at depth 4096 (llama-bench -fa 1 -ngl 99; llm170 bench -d);
+#   batched decode of 8 and 64 sequences, 512 prompt tokens each, 128 steps (llama-batched-bench S_TG;
+#   llm170 bench -p 0 -d 512 -np S). Set NPL="8" to skip 64 on the big shapes.
+# Everything is appended to $OUT/log.txt (the machine returns at most 8 files); a table is printed last.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = --stage ]; then # run here, from the repository root
+  src=.cache/llamacpp/src-0.3.36/vendor/llama.cpp
+  [ -d "$src" ] || { echo "no $src: run scripts/llamacpp-build.sh first (it unpacks the sdist)" >&2; exit 1; }
+  [ -d .devbin ] || { echo "run scripts/gpu-stage.sh first" >&2; exit 1; }
+  t=$(mktemp -d)
+  mkdir "$t/llama.cpp"
+  # what a llama-bench / llama-batched-bench build with CUDA needs, no other backend, tool or example
+  (cd "$src" && tar cf - CMakeLists.txt cmake include src common licenses LICENSE vendor/CMakeLists.txt \
+     vendor/nlohmann vendor/cpp-httplib vendor/hash vendor/sheredom vendor/stb vendor/miniaudio \
+     tools/llama-bench tools/batched-bench ggml/CMakeLists.txt ggml/cmake ggml/include ggml/src/*.c \
+     ggml/src/*.cpp ggml/src/*.h ggml/src/*.in ggml/src/CMakeLists.txt ggml/src/ggml-cpu ggml/src/ggml-cuda) |
+    tar xf - -C "$t/llama.cpp"
+  printf 'find_package(Threads REQUIRED)\nllama_add_compile_flags()\nadd_subdirectory(batched-bench)\nadd_subdirectory(llama-bench)\n' \
+    > "$t/llama.cpp/tools/CMakeLists.txt"
+  tar cJf .devbin/llama-trim.tar.xz -C "$t" llama.cpp && rm -rf "$t"
+  cp "$0" .devbin/
+  du -sh .devbin
+  exit 0
+fi
+
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+LOG=$OUT/log.txt
+cd "$here/.." # the repository root (the script runs from .devbin/ or scripts/)
+LL=$PWD/build-llama
+if [ "${1:-}" = build ]; then
+  shift
+  t0=$(date +%s)
+  if [ ! -x "$LL/bin/llama-bench" ]; then
+    rm -rf .cache/llsrc && mkdir -p .cache/llsrc && tar xJf .devbin/llama-trim.tar.xz -C .cache/llsrc || exit 1
+    cmake -S .cache/llsrc/llama.cpp -B "$LL" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+      -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF >> "$LOG" 2>&1 &&
+      cmake --build "$LL" -j16 --target llama-bench llama-batched-bench >> "$LOG" 2>&1
+    echo "llama.cpp build: rc=$? in $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
+    tail -5 "$LOG"
+  fi
+  ls -la "$LL/bin/" 2>&1 | grep -E "llama-(bench|batched)"
+  [ "${1:-}" = bench ] || exit 0
+fi
+
+[ -x "$LL/bin/llama-bench" ] || { echo "no llama.cpp build at $LL (run '$0 build' first, on this warm machine)"; exit 1; }
+[ -f .devbin/llm170.gz ] && gunzip -f .devbin/llm170.gz
+chmod +x .devbin/llm170
+B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
+LB=(env "LD_LIBRARY_PATH=$LL/bin" "$LL/bin/llama-bench")
+LBB=(env "LD_LIBRARY_PATH=$LL/bin" "$LL/bin/llama-batched-bench")
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv,noheader >> "$LOG" 2>&1
+echo "llm170 $("${B[@]}" --version 2>&1 | head -1); llama.cpp of the llama-cpp-python 0.3.36 sdist" >> "$LOG"
+SHAPES=${SHAPES:-"llama-qwen25-0.5b llama-8b qwen35-27b qwen35moe-35b-a3b"}
+NPL=${NPL:-"8 64"}
+REPS=${REPS:-3}
+declare -A R # results: R[shape,test,engine] = t/s
+step() { # label timeout command...: appends to the log; prints the output on stdout for parsing
+  local label=$1 to=$2 s=$(date +%s)
+  shift 2
+  echo "### $label: $*" >> "$LOG"
+  timeout -k 5 "$to" "$@" > "$OUT/step.txt" 2>&1
+  local rc=$?
+  cat "$OUT/step.txt" >> "$LOG"
+  echo "### $label: rc=$rc, $(( $(date +%s) - s )) s" | tee -a "$LOG" >&2
+  cat "$OUT/step.txt"
+}
+# the t/s mean of a markdown row whose test column matches $1 (llama-bench and llm170 bench print alike)
+tps() { awk -F'|' -v t="$1" 'NF > 3 {g=$(NF-2); gsub(/^ +| +$/, "", g); if (g == t) {split($(NF-1), a, " "); print a[1]; exit}}'; }
+for shape in $SHAPES; do
+  f=/tmp/$shape.gguf
+  step "synth $shape" 300 "${B[@]}" synth --preset "$shape" --type q4_k_m --out "$f" > /dev/null
+  [ -f "$f" ] || continue
+  size=$(stat -c %s "$f")
+  o=$(step "llm170 $shape pp/tg" 300 "${B[@]}" bench --model "$f" --device cuda -p 512 -n 128 -r "$REPS")
+  R[$shape,pp512,us]=$(tps pp512 <<< "$o"); R[$shape,tg128,us]=$(tps tg128 <<< "$o")
+  o=$(step "llm170 $shape tg @ d4096" 300 "${B[@]}" bench --model "$f" --device cuda -p 0 -n 128 -d 4096 -r "$REPS")
+  R[$shape,tg128d4096,us]=$(tps "tg128 @ d4096" <<< "$o")
+  o=$(step "llama-bench $shape" 400 "${LB[@]}" -m "$f" -p 512 -n 128 -d 0,4096 -fa 1 -ngl 99 -r "$REPS" -o md)
+  R[$shape,pp512,ll]=$(tps pp512 <<< "$o"); R[$shape,tg128,ll]=$(tps tg128 <<< "$o")
+  R[$shape,tg128d4096,ll]=$(tps "tg128 @ d4096" <<< "$o")
+  for np in $NPL; do
+    o=$(step "llm170 $shape x$np" 300 "${B[@]}" bench --model "$f" --device cuda -p 0 -n 128 -d 512 -np "$np" -r 1)
+    R[$shape,x$np,us]=$(tps "tg128 x$np @ d512" <<< "$o")
+    o=$(step "llama-batched-bench $shape x$np" 300 "${LBB[@]}" -m "$f" -c $(( np * 640 + 256 )) -b 2048 -ub 512 \
+        -npp 512 -ntg 128 -npl "$np" -fa on -ngl 99)
+    # its table: | PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |
+    R[$shape,x$np,ll]=$(awk -F'|' -v b="$np" '{x=$4; gsub(/ /, "", x)} x == b && NF > 10 {gsub(/ /, "", $9); print $9; exit}' <<< "$o")
+  done
+  rm -f "$f"
+  R[$shape,size]=$size
+done
+echo
+echo "| shape (q4_k_m synth) | file GB | test | llm170 t/s | llama.cpp t/s | ratio | llm170 GB/s (size x t/s) | % of 4.45 TB/s |"
+echo "|---|---|---|---|---|---|---|---|"
+for shape in $SHAPES; do
+  size=${R[$shape,size]:-0}
+  for t in pp512 tg128 tg128d4096 $(for np in $NPL; do echo "x$np"; done); do
+    u=${R[$shape,$t,us]:-}; l=${R[$shape,$t,ll]:-}
+    ratio=$(awk -v u="$u" -v l="$l" 'BEGIN {if (u > 0 && l > 0) printf "%.2f", u / l; else print "-"}')
+    bw=$(awk -v u="$u" -v s="$size" -v t="$t" 'BEGIN {if (t ~ /^tg/ && u > 0) printf "%.0f", u * s / 1e9; else print "-"}')
+    pct=$(awk -v b="$bw" 'BEGIN {if (b + 0 > 0) printf "%.0f%%", b / 4450 * 100; else print "-"}')
+    echo "| $shape | $(awk -v s="$size" 'BEGIN {printf "%.3f", s / 1e9}') | $t | ${u:--} | ${l:--} | $ratio | $bw | $pct |"
+  done
+done
