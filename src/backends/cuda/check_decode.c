@@ -115,6 +115,10 @@ CASE(gvb_q6_k_4096_4096_1, check_gemv(QT_Q6_K, 4096, 4096, 1, s, b, r, e))
 CASE(gvb_q6_k_4096_14336_1, check_gemv(QT_Q6_K, 14336, 4096, 1, s, b, r, e))
 CASE(gvb_q6_k_14336_4096_1, check_gemv(QT_Q6_K, 4096, 14336, 1, s, b, r, e))
 CASE(gvb_q6_k_4096_14336_8, check_gemv(QT_Q6_K, 14336, 4096, 8, s, b, r, e))
+CASE(gvb_q4_k_5120_17408_1, check_gemv(QT_Q4_K, 17408, 5120, 1, s, b, r, e))
+CASE(gvb_q4_k_17408_5120_1, check_gemv(QT_Q4_K, 5120, 17408, 1, s, b, r, e))
+CASE(gvb_q6_k_5120_17408_1, check_gemv(QT_Q6_K, 17408, 5120, 1, s, b, r, e))
+CASE(gvb_q6_k_17408_5120_1, check_gemv(QT_Q6_K, 5120, 17408, 1, s, b, r, e))
 CASE(gvb_q6k_head, check_gemv(QT_Q6_K, 128256, 4096, 1, s, b, r, e))
 CASE(rn_a, check_rms_norm(1, 4096, true, s, b, r, e))
 CASE(rn_b, check_rms_norm(64, 128, true, s, b, r, e))
@@ -245,6 +249,10 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"gemv", "q6_k K4096 N14336 T1", gvb_q6_k_4096_14336_1},
     {"gemv", "q6_k K14336 N4096 T1", gvb_q6_k_14336_4096_1},
     {"gemv", "q6_k K4096 N14336 T8", gvb_q6_k_4096_14336_8},
+    {"gemv", "q4_k K5120 N17408 T1", gvb_q4_k_5120_17408_1},
+    {"gemv", "q4_k K17408 N5120 T1", gvb_q4_k_17408_5120_1},
+    {"gemv", "q6_k K5120 N17408 T1", gvb_q6_k_5120_17408_1},
+    {"gemv", "q6_k K17408 N5120 T1", gvb_q6_k_17408_5120_1},
     {"gemv", "q6_k K4096 N128256 T1", gvb_q6k_head},
     {"rms_norm", "R1 C4096 w", rn_a},
     {"rms_norm", "R64 C128 w (heads)", rn_b},

@@ -14,6 +14,8 @@
  * contiguous bytes per row per step. The R rows of a block share each activation load, which keeps L1
  * traffic per weight byte low at T = 8. Partial sums: warp shuffles, then shared memory across warps. */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/gemv_unpack.h"
@@ -88,7 +90,7 @@ struct gemv_mats {
     int n;
 };
 
-template <enum qtype TYPE, int T, int R>
+template <enum qtype TYPE, int T, int R, int UNR>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_q(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K, int WPR,
              const int32_t *__restrict__ sel, int E, int xdiv, int slot0) {
@@ -106,7 +108,6 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     __shared__ float part[GEMV_MAX_WARPS][R * T];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int grp = warp / WPR, wig = warp % WPR; /* row group in the block, warp in the group */
-    constexpr int UNR = gemv_unroll<R>::v;
     const int row0 = (int)(bx * (GEMV_MAX_WARPS / WPR) + grp) * R, U = K / 32, stride = 32 * WPR;
     float acc[NV];
 #pragma unroll
@@ -202,14 +203,14 @@ template <int T> struct gemv_rows { static constexpr int R = T == 1 ? 1 : T <= 4
 /* experts: grouped expert form over n_slots routed slots (grid y, 65535 a launch); NULL: plain */
 typedef struct gemv_experts { const int32_t *sel; int E, xdiv, n_slots; } gemv_experts;
 
-template <enum qtype TYPE, int T, int R>
+template <enum qtype TYPE, int T, int R, int UNR = gemv_unroll<R>::v>
 static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
-                     const gemv_experts *ex, cudaStream_t s) {
+                     const gemv_experts *ex, cudaStream_t s, int wpr = 0) {
     int U = (int)(W->K / 32);
     /* warps per row group. Measured on the H200 (docs/cuda.md): at T = 1 with K >= 4096, four warps
      * splitting a row, one unit a lane per step, beat one warp per row (4 units a lane) by 1.3x; at T = 8,
      * and for short rows (K = 896, 4 rows a warp), one warp per row group won (1.6x, 4x). */
-    int wpr = R <= 2 ? (U >= 128 ? 4 : 1) : (U >= 512 ? 4 : U >= 256 ? 2 : 1);
+    if (wpr != 1 && wpr != 2 && wpr != 4) wpr = R <= 2 ? (U >= 128 ? 4 : 1) : (U >= 512 ? 4 : U >= 256 ? 2 : 1);
     int rows_per_block = R * (GEMV_MAX_WARPS / wpr);
     gemv_mats P = {};
     P.n = nW, P.res = res;
@@ -220,20 +221,68 @@ static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *
     }
     const unsigned blocks = P.b[nW];
     if (!ex) {
-        k_gemv_q<TYPE, T, R><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>(P, xq, (const float2 *)ds, (int)W->K, wpr, NULL, 0,
+        k_gemv_q<TYPE, T, R, UNR><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>(P, xq, (const float2 *)ds, (int)W->K, wpr, NULL, 0,
                                                                      1, 0);
         return;
     }
     for (int s0 = 0; s0 < ex->n_slots; s0 += 65535) {
         const int n = ex->n_slots - s0 < 65535 ? ex->n_slots - s0 : 65535;
-        k_gemv_q<TYPE, T, R><<<dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s>>>(
+        k_gemv_q<TYPE, T, R, UNR><<<dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s>>>(
             P, xq, (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0);
+    }
+}
+
+/* The T = 1 shape, for experiments on the GPU machine: LLM170_CUDA_GEMV1="R,WPR,UNR" (rows per warp
+ * group 1/2/4/8, warps per row group 1/2/4, units a lane loads before computing 1/2/4); unset or
+ * malformed: the default rule of launch_t / launch_r. Read once. */
+typedef struct gemv1_shape { int R, wpr, unr; } gemv1_shape;
+static gemv1_shape gemv1_env(void) {
+    static int done;
+    static gemv1_shape g;
+    if (!done) {
+        const char *v = getenv("LLM170_CUDA_GEMV1");
+        gemv1_shape t = {0, 0, 0};
+        if (v && sscanf(v, "%d,%d,%d", &t.R, &t.wpr, &t.unr) == 3 && (t.R == 1 || t.R == 2 || t.R == 4 || t.R == 8) &&
+            (t.wpr == 1 || t.wpr == 2 || t.wpr == 4) && (t.unr == 1 || t.unr == 2 || t.unr == 4))
+            g = t;
+        done = 1;
+    }
+    return g;
+}
+
+template <enum qtype TYPE, int R>
+static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                      const gemv_experts *ex, cudaStream_t s, gemv1_shape g) {
+    constexpr int U4 = R <= 2 ? 4 : 2; /* 4 units of 4 or 8 rows would spill registers */
+    switch (g.unr) {
+    case 1: launch_r<TYPE, 1, R, 1>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
+    case 2: launch_r<TYPE, 1, R, 2>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
+    default: launch_r<TYPE, 1, R, U4>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
     }
 }
 
 template <enum qtype TYPE, int T>
 static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                      const gemv_experts *ex, cudaStream_t s) {
+    if (T == 1) {
+        const gemv1_shape g = gemv1_env();
+        switch (g.R) {
+        case 1: launch_1r<TYPE, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 2: launch_1r<TYPE, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 4: launch_1r<TYPE, 4>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 8: launch_1r<TYPE, 8>(W, nW, xq, ds, y, res, ex, s, g); return;
+        default: break;
+        }
+        /* rows of K >= 4096: 4 warps split each row (one unit a lane per step) and a block takes 8 rows
+         * (2 above K = 16384), which loads each activation unit once for 8 rows. Sweep on the H200
+         * (docs/cuda.md "T = 1 shapes"): 1.1-1.5x the GB/s of one row a block on 12 of 13 layer shapes,
+         * llama 8B tg128 281 -> 349 t/s; at K = 17408 two rows a block did best. */
+        if (W->K >= 4096) {
+            if (W->K > 16384) launch_r<TYPE, 1, 2, 1>(W, nW, xq, ds, y, res, ex, s, 4);
+            else launch_r<TYPE, 1, 8, 1>(W, nW, xq, ds, y, res, ex, s, 4);
+            return;
+        }
+    }
     if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, nW, xq, ds, y, res, ex, s);
     else launch_r<TYPE, T, gemv_rows<T>::R>(W, nW, xq, ds, y, res, ex, s);
 }
