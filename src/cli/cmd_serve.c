@@ -11,12 +11,15 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: llm170 serve --model M [--host 127.0.0.1] [--port 8080] [--ctx-size N] [--parallel N]\n"
-            "                    [--api-key K] [--device cpu] [--threads N] [--batch-size N] [--queue N]\n"
-            "                    [--alias NAME] [--max-body BYTES] [--chat-template NAME|TEXT] [--timeout S]\n"
-            "                    [--max-connections N] [--strict-model] [--cache-type-k T] [--cache-type-v T]\n"
+            "                    [--api-key K] [--device D] [--threads N] [--batch-size N] [--prefill-chunk N]\n"
+            "                    [--queue N] [--alias NAME] [--max-body BYTES] [--chat-template NAME|TEXT]\n"
+            "                    [--timeout S]"
+            " [--max-connections N] [--strict-model] [--cache-type-k T] [--cache-type-v T]\n"
             "  --ctx-size is per slot (tokens a request's prompt and answer share); --parallel is the number of\n"
-            "  slots decoded together; --batch-size the tokens per batched step; --queue the requests that may\n"
-            "  wait for a slot before the server answers 429. --port 0 picks a free port (printed on stderr).\n"
+            "  slots decoded together; --batch-size the tokens per batched step; --prefill-chunk the prompt tokens\n"
+            "  a step takes while other requests are generating (default 128; 0: up to --batch-size), which bounds\n"
+            "  how long a new prompt stalls their streams; --queue the requests that may wait for a slot before\n"
+            "  the server answers 429. --port 0 picks a free port (printed on stderr).\n"
             "  --chat-template: a built-in (chatml, llama3, gemma) or a Jinja text, instead of the file's own.\n"
             "  --timeout: seconds within which a request's headers, then its body, must arrive; idle kept-alive\n"
             "  connections close after it (default 30). --max-connections: connections at once (default 256).\n"
@@ -27,6 +30,7 @@ static void usage(void) {
 int cmd_serve(int argc, char **argv) {
     const char *cmd = "serve";
     srv_config c = {.host = "127.0.0.1", .port = 8080, .n_ctx = 4096, .n_slots = 4, .n_batch = 512,
+                    .prefill_chunk = 128,
                     .n_threads = args_default_threads(), .queue_cap = 64, .max_body = 8u << 20,
                     .timeout_s = 30, .max_conns = 256};
     int max_body_mb = 0;
@@ -48,6 +52,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--ctx-size") || !strcmp(a, "-c")) ok = args_int(cmd, a, v, 16, 1 << 20, &c.n_ctx);
         else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) ok = args_int(cmd, a, v, 1, 256, &c.n_slots);
         else if (!strcmp(a, "--batch-size") || !strcmp(a, "-b")) ok = args_int(cmd, a, v, 1, 1 << 16, &c.n_batch);
+        else if (!strcmp(a, "--prefill-chunk")) ok = args_int(cmd, a, v, 0, 1 << 16, &c.prefill_chunk);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = args_int(cmd, a, v, 1, 1024, &c.n_threads);
         else if (!strcmp(a, "--queue")) ok = args_int(cmd, a, v, 1, 1 << 16, &c.queue_cap);
         else if (!strcmp(a, "--timeout") || !strcmp(a, "-to")) ok = args_int(cmd, a, v, 1, 86400, &c.timeout_s);

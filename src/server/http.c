@@ -373,7 +373,7 @@ int srv_serve(const srv_config *cfg) {
     mp.n_threads = cfg->n_threads;
     llm170_context_params cp = {.n_seq = cfg->n_slots, .n_ctx = cfg->n_ctx, .n_batch = cfg->n_batch,
                                 .cache_type_k = cfg->cache_type_k, .cache_type_v = cfg->cache_type_v};
-    srv_sched_params sp = {cfg->n_slots, cfg->n_ctx, cfg->n_batch, cfg->queue_cap};
+    srv_sched_params sp = {cfg->n_slots, cfg->n_ctx, cfg->n_batch, cfg->queue_cap, cfg->prefill_chunk};
     if (check_memory(cfg->model_path)) goto out;
     if (llm170_model_load(cfg->model_path, &mp, &s->m) || llm170_context_new(s->m, &cp, &s->ctx)) {
         fprintf(stderr, "llm170 serve: %s\n", llm170_last_error());

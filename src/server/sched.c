@@ -446,7 +446,7 @@ static void step(srv_sched *s, srv_plan_slot *plan, int *take, llm170_seq_batch 
         plan[i] = (srv_plan_slot){sl->job && sl->pending >= 0, sl->job && sl->pending < 0 ? sl->job->n_prompt - 1 - sl->n_done : 0,
                                   sl->job ? sl->job->order : 0};
     }
-    int total = srv_plan_step(plan, n, s->p.n_batch, take);
+    int total = srv_plan_step(plan, n, s->p.n_batch, s->p.prefill_chunk, take);
     if (total == 0) return;
     int nb = 0, row = 0;
     for (int i = 0; i < n; i++) {

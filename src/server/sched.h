@@ -102,6 +102,7 @@ typedef struct srv_sched_params {
     int n_ctx;      /* tokens per slot */
     int n_batch;    /* per-step token budget */
     int queue_cap;  /* jobs waiting for a slot before 429 */
+    int prefill_chunk; /* prompt tokens a step takes while slots are generating (<= 0: up to n_batch) */
 } srv_sched_params;
 
 /* Starts the scheduler thread on ctx (which it then owns until srv_sched_free; the caller frees ctx after). */
@@ -123,9 +124,11 @@ typedef struct srv_plan_slot {
 } srv_plan_slot;
 
 /* Fills take[i] (tokens slot i decodes this step): 1 per generating slot, then prefill chunks in arrival
- * order within what is left of budget (a generating slot always gets its token, even past the budget, so
- * decoding never starves). Returns the total. */
-int srv_plan_step(const srv_plan_slot *s, int n, int budget, int *take);
+ * order within what is left of budget, and at most `chunk` prefill tokens while any slot is generating
+ * (chunk <= 0: no such cap), so that a new prompt delays the running streams by a chunk's time, not a
+ * whole prompt's. A generating slot always gets its token, even past the budget, so decoding never
+ * starves. Returns the total. */
+int srv_plan_step(const srv_plan_slot *s, int n, int budget, int chunk, int *take);
 
 enum srv_reuse { SRV_REUSE_NONE, SRV_REUSE_KEEP, SRV_REUSE_TRUNCATE, SRV_REUSE_RESTORE };
 

@@ -4,13 +4,14 @@
 
 #include "server/sched.h"
 
-int srv_plan_step(const srv_plan_slot *s, int n, int budget, int *take) {
+int srv_plan_step(const srv_plan_slot *s, int n, int budget, int chunk, int *take) {
     int total = 0;
     for (int i = 0; i < n; i++) {
         take[i] = s[i].generating ? 1 : 0;
         total += take[i];
     }
     int left = budget - total;
+    if (total > 0 && chunk > 0 && left > chunk) left = chunk;
     /* prefilling slots by arrival: a selection pass per chunk keeps this O(n^2) for n <= a few hundred */
     for (;;) {
         int best = -1;

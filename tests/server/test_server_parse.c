@@ -84,15 +84,23 @@ static void check_plan(void) {
     /* two generating slots, three prefilling ones (arrival order 5, 2, 9), budget 10 */
     srv_plan_slot s[5] = {{true, 0, 1}, {false, 6, 5}, {false, 4, 2}, {true, 0, 3}, {false, 30, 9}};
     int take[5];
-    int total = srv_plan_step(s, 5, 10, take);
+    int total = srv_plan_step(s, 5, 10, 0, take);
     CHECKF(total == 10 && take[0] == 1 && take[3] == 1, "total %d", total);
     CHECKF(take[2] == 4 && take[1] == 4 && take[4] == 0, "oldest prefill first: %d %d %d", take[2], take[1], take[4]);
     /* decoding never starves, even with a budget smaller than the generating slots */
     srv_plan_slot g[3] = {{true, 0, 0}, {true, 0, 1}, {false, 8, 2}};
-    total = srv_plan_step(g, 3, 1, take);
+    total = srv_plan_step(g, 3, 1, 0, take);
     CHECK(total == 2 && take[0] == 1 && take[1] == 1 && take[2] == 0);
     srv_plan_slot idle[2] = {{false, 0, 0}, {false, 0, 1}};
-    CHECK(srv_plan_step(idle, 2, 64, take) == 0);
+    CHECK(srv_plan_step(idle, 2, 64, 0, take) == 0);
+    /* a prefill chunk of 5 while slots generate: the oldest prompt takes 4, the next 1, the third none */
+    total = srv_plan_step(s, 5, 10, 5, take);
+    CHECKF(total == 7 && take[0] == 1 && take[3] == 1, "chunk: total %d", total);
+    CHECKF(take[2] == 4 && take[1] == 1 && take[4] == 0, "chunk: %d %d %d", take[2], take[1], take[4]);
+    /* no slot generating: the chunk does not apply, the whole budget prefills */
+    srv_plan_slot p[2] = {{false, 30, 1}, {false, 30, 2}};
+    total = srv_plan_step(p, 2, 40, 5, take);
+    CHECKF(total == 40 && take[0] == 30 && take[1] == 10, "no decode: total %d (%d %d)", total, take[0], take[1]);
 }
 
 static void check_reuse(void) {
