@@ -129,7 +129,7 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
         goto done;
     double qworst = q8_1_worst(x, xq, ds, (int64_t)T * K);
     /* the residual form (cuda_gemv_q_res): the same y bit for bit, and res + y rounded once in every res;
-     * then the grouped form (below); res_bad counts every value off */
+     * then the grouped form and the one-row launches (below); res_bad counts every value off */
     int64_t res_bad = 0;
     {
         const size_t ny = (size_t)T * N;
@@ -162,6 +162,15 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
             for (int t = 0; t < T; t++)
                 for (int64_t i = 0; i < gw[m].N; i++)
                     res_bad += memcmp(&y2[(size_t)t * gw[m].N + i], &y[(size_t)t * N + i], 4) != 0;
+        }
+        /* the batch invariant: row t of the T-row launch is bit for bit the one-row launch over row t's
+         * activations alone (kernels/gemv.cu: which lane sums which units depends on K only) */
+        for (int t = 0; t < T && T > 1 && !rc; t++) {
+            if ((rc = kcheck(cuda_gemv_q(&b.W[0], dxq + (size_t)t * K, dds + (size_t)t * U * 2, dy2, 1, 0), e,
+                             "cuda_gemv_q (one row)")) ||
+                (rc = cu_download(y2, dy2, sizeof(float) * (size_t)N, e)))
+                break;
+            for (int64_t i = 0; i < N; i++) res_bad += memcmp(&y2[i], &y[(size_t)t * N + i], 4) != 0;
         }
         free(r0), free(r1), free(y2);
         if (rc) goto done;
@@ -223,7 +232,7 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
     /* the quantizer's rounding reaches its half-step bound by design (ratio ~1.00): it passes or fails the
      * case but is shown in the detail only, so the column shows the GEMV's own margin */
     res->max_err = fmax(fmax(t1.worst, t2.worst), fmax(t3.worst, qworst > 1 || res_bad ? INFINITY : 0));
-    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f; res+group %lld off%s",
+    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f; res+group+1-row %lld off%s",
              t1.worst, t2.worst, ati->name, t3.worst, qworst, (long long)res_bad,
              t1.worst > 1 ? " (exact-int worst at t*N+n shown first)" : "");
     if (t1.worst > 1)

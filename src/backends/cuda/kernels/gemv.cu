@@ -207,10 +207,13 @@ template <enum qtype TYPE, int T, int R, int UNR = gemv_unroll<R>::v>
 static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                      const gemv_experts *ex, cudaStream_t s, int wpr = 0) {
     int U = (int)(W->K / 32);
-    /* warps per row group. Measured on the H200 (docs/cuda.md): at T = 1 with K >= 4096, four warps
-     * splitting a row, one unit a lane per step, beat one warp per row (4 units a lane) by 1.3x; at T = 8,
-     * and for short rows (K = 896, 4 rows a warp), one warp per row group won (1.6x, 4x). */
-    if (wpr != 1 && wpr != 2 && wpr != 4) wpr = R <= 2 ? (U >= 128 ? 4 : 1) : (U >= 512 ? 4 : U >= 256 ? 2 : 1);
+    /* warps per row group, from K alone: which lane sums which units (and so a row's float sum) must not
+     * depend on T, or a sequence's logits would depend on how many others share its decode step (the
+     * engine's batch invariant; cuda-check compares every row of a T-row launch with a one-row launch).
+     * Four warps split rows of K >= 4096 (1.3x one warp at T = 1, docs/cuda.md); shorter rows take one
+     * warp per row group (K = 896 with 4 rows a warp: 4x). An earlier rule gave T = 5..8 one warp per
+     * row at 4096 <= K < 16384 (1.6x faster at T = 8, but other bits than T = 1). */
+    if (wpr != 1 && wpr != 2 && wpr != 4) wpr = U >= 128 ? 4 : 1;
     int rows_per_block = R * (GEMV_MAX_WARPS / wpr);
     gemv_mats P = {};
     P.n = nW, P.res = res;
