@@ -9,6 +9,8 @@
 #   3b. for each planted-bug binary scripts/gpu-stage-plant.sh staged (.devbin/plant-NAME/), the conformance
 #      suite and the engine check with it, one of which must FAIL (proof that the checks see a stale upload,
 #      a stale q8_1 record);
+#   3c. `llm170 serve --device cuda` (scripts/serve-check.sh) on tiny-qwen35 and the 0.5B shape: 6 concurrent
+#      greedy requests, each prompt's text alone = in the batch, a streamed chat;
 #   4. `llm170 bench --device cuda --compare-graphs` on synth files in the Qwen2.5-0.5B shape (llama arch)
 #      and the qwen35 0.8B shape, q4_k_m: tg with graphs and with cuda:0:nograph, and the speed-up.
 # Logs under $OUT; a short table last. Run from the repository root: bash .devbin/gpu-e2e.sh
@@ -20,6 +22,8 @@ t0=$(date +%s)
 [ -f .devbin/llm170.gz ] && gunzip -f .devbin/llm170.gz
 chmod +x .devbin/llm170 2>/dev/null
 B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170") # timeout runs it
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/.devbin/llm170" "$@"\n' \
+  "$PWD" "$PWD" > .devbin/llm170-env && chmod +x .devbin/llm170-env # one path for scripts that take a binary
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 declare -A res
 step() { # name timeout command...
@@ -45,14 +49,19 @@ for d in .devbin/plant-*/; do # each staged planted-bug binary: its engine check
   step "$p" 120 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$PWD/$d/llm170" cuda-check --engine --dir "$OUT" -t 8
 done
+# serve on the GPU: concurrent requests, batch invariance end to end, streaming (scripts/serve-check.sh)
+"${B[@]}" synth --preset tiny-qwen35 --type q4_k_m --out /tmp/tq35.gguf > /dev/null 2>&1
+step serve-tiny 60 bash scripts/serve-check.sh "$PWD/.devbin/llm170-env" /tmp/tq35.gguf cuda 18181
 step synth-05b 15 "${B[@]}" synth --preset llama-qwen25-0.5b --type q4_k_m --out /tmp/q05b.gguf
 step bench-05b 50 "${B[@]}" bench --model /tmp/q05b.gguf --device cuda --compare-graphs -p 512 -n 128 -r 2
 rm -f /tmp/q05b.gguf
+step serve-05b 60 bash scripts/serve-check.sh "$PWD/.devbin/llm170-env" /tmp/q05b.gguf cuda 18182
+rm -f /tmp/q05b.gguf /tmp/tq35.gguf
 step synth-08b 15 "${B[@]}" synth --preset qwen35-0.8b --type q4_k_m --out /tmp/q35-08b.gguf
 step bench-08b 50 "${B[@]}" bench --model /tmp/q35-08b.gguf --device cuda --compare-graphs -p 512 -n 128 -r 2
 rm -f /tmp/q35-08b.gguf
 echo "== gpu-e2e ($(( $(date +%s) - t0 ))s): $(head -2 "$OUT/gpu.txt" | tail -1)"
-for s in conformance cuda-check engine "${plants[@]}" synth-05b bench-05b synth-08b bench-08b; do echo "$s: ${res[$s]:-not run}"; done
+for s in conformance cuda-check engine "${plants[@]}" serve-tiny synth-05b serve-05b bench-05b synth-08b bench-08b; do echo "$s: ${res[$s]:-not run}"; done
 echo "== conformance"; grep -E "FAIL|failed|checked|rror|device" "$OUT/conformance.txt" | head -12
 echo "== cuda-check"; grep -E "FAIL|ERR|rror|cuda-check:|no CUDA" "$OUT/cuda-check.txt" | head -12
 echo "== engine"; grep -E "^\| |engine check|cuda graphs|rror|no CUDA" "$OUT/engine.txt" | cut -c1-170 | head -30
@@ -61,4 +70,5 @@ for p in "${plants[@]}"; do # a planted bug must fail the conformance suite or t
        "$(grep -c ' differ in ' "$OUT/$p.txt") of them on bits"
   grep -E "FAIL|failed|cuda graphs|engine check:" "$OUT/$p.txt" | cut -c1-170 | head -4
 done
+for sv in serve-tiny serve-05b; do echo "== $sv"; grep -E "^ok|^FAIL|ready:|not ready" "$OUT/$sv.txt" | cut -c1-170 | head -10; done
 for b in 05b 08b; do echo "== bench $b"; grep -E "^\||t/s|rror|device" "$OUT/bench-$b.txt" | head -10; done

@@ -24,7 +24,8 @@ static void usage(void) {
             "  --timeout: seconds within which a request's headers, then its body, must arrive; idle kept-alive\n"
             "  connections close after it (default 30). --max-connections: connections at once (default 256).\n"
             "  --strict-model: answer 404 to a 'model' other than the served one (default: any name is taken).\n"
-            "  --cache-type-k/-v (-ctk/-ctv): f32, f16, bf16 or q8_0 (default: the device's, f32 on the CPU).\n");
+            "  --cache-type-k/-v (-ctk/-ctv): f32, f16, bf16 or q8_0 (default: the device's, f32 on the CPU).\n"
+            "  --device: cpu (default), or cuda / cuda:N in a build with CUDA (an unknown one: an error listing them).\n");
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -65,13 +66,8 @@ int cmd_serve(int argc, char **argv) {
         } else if (!strcmp(a, "--api-key")) c.api_key = v;
         else if (!strcmp(a, "--alias") || !strcmp(a, "-a")) c.alias = v;
         else if (!strcmp(a, "--chat-template")) c.chat_template = v;
-        else if (!strcmp(a, "--device") || !strcmp(a, "--backend")) {
-            if (strcmp(v, "cpu") != 0) { /* the server's model loading takes no device yet: cpu only */
-                fprintf(stderr, "llm170 serve: %s %s: device '%s' is not available: this build has %s\n", a, v, v,
-                        llm170_devices());
-                return 2;
-            }
-        } else {
+        else if (!strcmp(a, "--device") || !strcmp(a, "--backend")) c.device = v; /* checked by the model load */
+        else {
             fprintf(stderr, "llm170 serve: unknown flag %s\n", a);
             usage();
             return 2;

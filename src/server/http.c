@@ -371,6 +371,7 @@ int srv_serve(const srv_config *cfg) {
             port, cfg->model_path);
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = cfg->n_threads;
+    mp.device = cfg->device;
     llm170_context_params cp = {.n_seq = cfg->n_slots, .n_ctx = cfg->n_ctx, .n_batch = cfg->n_batch,
                                 .cache_type_k = cfg->cache_type_k, .cache_type_v = cfg->cache_type_v};
     srv_sched_params sp = {cfg->n_slots, cfg->n_ctx, cfg->n_batch, cfg->queue_cap, cfg->prefill_chunk};
@@ -386,8 +387,8 @@ int srv_serve(const srv_config *cfg) {
     pick_template(s);
     char desc[128];
     llm170_model_desc(s->m, desc, sizeof desc);
-    fprintf(stderr, "llm170 serve: ready: %s as '%s', %d slots of %d tokens, %d threads\n", desc, s->model_id,
-            cfg->n_slots, cfg->n_ctx, cfg->n_threads);
+    fprintf(stderr, "llm170 serve: ready: %s as '%s' on %s, %d slots of %d tokens, %d threads\n", desc, s->model_id,
+            cfg->device ? cfg->device : "cpu", cfg->n_slots, cfg->n_ctx, cfg->n_threads);
     atomic_store(&s->ready, true);
     int sig = 0;
     sigwait(&sigs, &sig);

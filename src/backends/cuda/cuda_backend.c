@@ -47,9 +47,25 @@ static bool is_float_type(enum qtype t) { return t == QT_F32 || t == QT_F16 || t
 
 /* ---------------------------------------------------------------- the pass */
 
+/* The executor's device becomes the calling thread's current one: a context may be driven from another
+ * thread than the one that made it (the server's scheduler thread), and the CUDA runtime's current device
+ * is per thread (0 unless set). Remembered per thread, so an op costs one compare. */
+void cx_bind(exec *x) {
+    static _Thread_local int bound = -1;
+    const int dev = cx_of(x)->d->dev;
+    if (bound == dev) return;
+    const cudaError_t ce = cudaSetDevice(dev);
+    if (ce != cudaSuccess) {
+        exec_fail(x, ERR_IO, "cudaSetDevice(%d): %s", dev, cudaGetErrorString(ce));
+        return;
+    }
+    bound = dev;
+}
+
 /* a pass of <= CUDA_GEMV_MAX_ROWS tokens with output rows is captured into a CUDA graph (cuda_graph.c);
  * the ops since the last download (a pass without one) are launched first */
 void cx_begin_pass(exec *x, const pass_span *spans, int n_spans) {
+    cx_bind(x);
     x->stats.n_ops++;
     cx_pend_flush(x, NULL); /* the previous pass's last op, if it had no download */
     cx_of(x)->xq_src = NULL;

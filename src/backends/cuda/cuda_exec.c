@@ -31,6 +31,7 @@ static void cu_fail(exec *x, cudaError_t ce, const char *what) {
 
 /* while a small pass is captured, through the graph's staging buffer (cuda_graph.c) */
 static void cx_upload(exec *x, void *dst, const void *src, size_t bytes) {
+    cx_bind(x);
     x->stats.n_uploads++;
     cx_pend_flush(x, NULL);
     cx_of(x)->xq_src = NULL;
@@ -42,6 +43,7 @@ static void cx_upload(exec *x, void *dst, const void *src, size_t bytes) {
 /* the host's only wait: the stream up to this copy (errors of earlier kernels surface here); a captured
  * pass is launched first (or discarded if it failed) */
 static void cx_download(exec *x, void *dst, const void *src, size_t bytes) {
+    cx_bind(x);
     x->stats.n_downloads++;
     cx_pend_flush(x, NULL);
     cx_of(x)->xq_src = NULL;

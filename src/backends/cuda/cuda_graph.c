@@ -176,6 +176,7 @@ void cx_graph_end(exec *x) {
 }
 
 void cx_graph_tick(exec *x) {
+    cx_bind(x); /* every op and matmul comes through here */
     cuda_exec *c = cx_of(x);
     if (!c->capturing) return;
     const int limit = c->cap_chunk == 0 ? c->piece_first : c->piece_ops;

@@ -116,6 +116,8 @@ void cx_pop_flush(exec *x);
  * NULL (an add fused into it). Every op, upload and download calls it first (cuda_backend.c). */
 void cx_pend_flush(exec *x, float *res);
 /* cuda_backend.c: the matmul ops, the pass, the executor's destructor */
+/* makes the executor's device the calling thread's current one (every op, upload, download and pass) */
+void cx_bind(exec *x);
 void cx_begin_pass(exec *x, const pass_span *spans, int n_spans);
 void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows);
 void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
