@@ -4,13 +4,16 @@
 # .devbin/plant-NAME/llm170.gz, then reverts the patch and rebuilds (only the patched files recompile). Run
 # after scripts/gpu-stage.sh (which empties .devbin/), once per plant. scripts/gpu-e2e.sh runs every
 # planted binary staged there through the engine check and expects it to FAIL.
-#   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record]
+#   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent]
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
 # exists, so every graph after the first replays the first pass's token ids and positions: the engine
 # check's "graph = nograph bit for bit" comparison must fail from the second greedy step on.
 # cuda-stale-q8-record: ops no longer drop the executor's record of which rows xq holds, so a projection
 # whose input buffer was rewritten since it was last quantized (the o projection of the next layer) reuses
 # stale q8_1 rows: the GPU's logits leave the CPU's bound (both graph and :nograph are wrong alike).
+# gemv-t-dependent: the old warps-per-row rule (one warp per row at T = 5..8 for 4096 <= K < 16384), so a
+# row's GEMV bits depend on T: cuda-check's one-row comparison must fail on the cases that
+# scripts/plants/NAME.filter names (copied beside the binary; gpu-e2e.sh runs cuda-check --filter with it).
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}
@@ -21,4 +24,5 @@ nice cmake --build "$build" -j2 --target llm170
 mkdir -p ".devbin/plant-$name"
 cp "$build/llm170" ".devbin/plant-$name/llm170"
 gzip -9f ".devbin/plant-$name/llm170"
+[ -f "scripts/plants/$name.filter" ] && cp "scripts/plants/$name.filter" ".devbin/plant-$name/filter"
 du -sh .devbin
