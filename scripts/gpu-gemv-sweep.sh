@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call: the T = 1 GEMV shapes (LLM170_CUDA_GEMV1="R,WPR,UNR", kernels/gemv.cu) on the GEMV
 # benchmark cases of the 8B and 27B layer shapes (`cuda-check --bench`, correctness checked in the same
-# run, plus the T = 1 correctness cases) and on tg128 of the llama 8B synth file. Prints a line per case
-# as it goes (a call cut short still shows what ran); logs under $OUT.
+# run, plus the T = 1 correctness cases) and on tg128 of the llama 8B synth file; then the T = 8 shapes
+# (LLM170_CUDA_GEMV8, VARIANTS8) on the T8 cases and 8 sequences decoded together. Prints a line per case
+# as it goes (a call cut short still shows what ran); logs under $OUT (VARIANTS="" skips the T = 1 part).
 # Stage as scripts/gpu-e2e.sh (scripts/gpu-stage.sh; cp this to .devbin/), run: bash .devbin/gpu-gemv-sweep.sh
 set -u
 OUT=${OUT:-/tmp/gpu-out}
@@ -22,5 +23,15 @@ for v in $VARIANTS; do
   grep -E "FAIL|ERR" "$OUT/check-$v.txt" | head -3
   [ -f /tmp/m.gguf ] && timeout 60 "${e[@]}" "${B[@]}" bench --model /tmp/m.gguf --device cuda -p 0 -n 128 -r 3 > "$OUT/tg-$v.txt" 2>&1
   echo "  $MODEL $(grep -E 'tg128|rror' "$OUT/tg-$v.txt" | awk -F'|' 'NF > 3 {print $(NF-2), $(NF-1)} NF <= 3' | tr -s ' ')"
+done
+VARIANTS8=${VARIANTS8:-"default 4,4,1 2,4,1 2,4,2 1,4,1 4,4,2"}
+F8=${F8:-"T8"}
+for v in $VARIANTS8; do
+  e=(); [ "$v" = default ] || e=(env "LLM170_CUDA_GEMV8=$v")
+  timeout 120 "${e[@]}" "${B[@]}" cuda-check --bench --filter "$F8" > "$OUT/check8-$v.txt" 2>&1
+  echo "== T8 $v: $(grep -c ' ok' "$OUT/check8-$v.txt") ok, $(grep -cE 'FAIL|ERR' "$OUT/check8-$v.txt") FAIL/ERR"
+  grep -E "K(4096|14336|5120|17408|896|2816) " "$OUT/check8-$v.txt" | awk '{printf "  %s %s %s %s  %s us %s GB/s %s\n", $2, $3, $4, $5, $9, $10, $11}'
+  [ -f /tmp/m.gguf ] && timeout 90 "${e[@]}" "${B[@]}" bench --model /tmp/m.gguf --device cuda -p 0 -n 64 -d 64 -np 8 -r 1 > "$OUT/tg8-$v.txt" 2>&1
+  echo "  $MODEL $(grep -E 'tg64|rror' "$OUT/tg8-$v.txt" | awk -F'|' 'NF > 3 {print $(NF-2), $(NF-1)} NF <= 3' | tr -s ' ')"
 done
 rm -f /tmp/m.gguf

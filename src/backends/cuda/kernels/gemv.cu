@@ -235,32 +235,40 @@ static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *
     }
 }
 
-/* The T = 1 shape, for experiments on the GPU machine: LLM170_CUDA_GEMV1="R,WPR,UNR" (rows per warp
- * group 1/2/4/8, warps per row group 1/2/4, units a lane loads before computing 1/2/4); unset or
- * malformed: the default rule of launch_t / launch_r. Read once. */
+/* The T = 1 and T = 8 shapes, for experiments on the GPU machine: LLM170_CUDA_GEMV1 / LLM170_CUDA_GEMV8 =
+ * "R,WPR,UNR" (rows per warp group 1/2/4/8 (T = 8: 1/2/4), warps per row group 1/2/4, units a lane loads
+ * before computing 1/2/4); unset or malformed: the default rule of launch_t / launch_r. Read once. A WPR
+ * other than the K rule's gives other bits than other T (cuda-check's 1-row comparison then fails). */
 typedef struct gemv1_shape { int R, wpr, unr; } gemv1_shape;
+static gemv1_shape gemv_env(const char *name, int max_r) {
+    gemv1_shape g = {0, 0, 0};
+    const char *v = getenv(name);
+    if (v && sscanf(v, "%d,%d,%d", &g.R, &g.wpr, &g.unr) == 3 && (g.R == 1 || g.R == 2 || g.R == 4 || g.R == 8) &&
+        g.R <= max_r && (g.wpr == 1 || g.wpr == 2 || g.wpr == 4) && (g.unr == 1 || g.unr == 2 || g.unr == 4))
+        return g;
+    return (gemv1_shape){0, 0, 0};
+}
 static gemv1_shape gemv1_env(void) {
     static int done;
     static gemv1_shape g;
-    if (!done) {
-        const char *v = getenv("LLM170_CUDA_GEMV1");
-        gemv1_shape t = {0, 0, 0};
-        if (v && sscanf(v, "%d,%d,%d", &t.R, &t.wpr, &t.unr) == 3 && (t.R == 1 || t.R == 2 || t.R == 4 || t.R == 8) &&
-            (t.wpr == 1 || t.wpr == 2 || t.wpr == 4) && (t.unr == 1 || t.unr == 2 || t.unr == 4))
-            g = t;
-        done = 1;
-    }
+    if (!done) g = gemv_env("LLM170_CUDA_GEMV1", 8), done = 1;
+    return g;
+}
+static gemv1_shape gemv8_env(void) {
+    static int done;
+    static gemv1_shape g;
+    if (!done) g = gemv_env("LLM170_CUDA_GEMV8", 4), done = 1; /* 8 rows x 8 would pass the 32 sums a lane reduces */
     return g;
 }
 
-template <enum qtype TYPE, int R>
+template <enum qtype TYPE, int T, int R>
 static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                       const gemv_experts *ex, cudaStream_t s, gemv1_shape g) {
     constexpr int U4 = R <= 2 ? 4 : 2; /* 4 units of 4 or 8 rows would spill registers */
     switch (g.unr) {
-    case 1: launch_r<TYPE, 1, R, 1>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
-    case 2: launch_r<TYPE, 1, R, 2>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
-    default: launch_r<TYPE, 1, R, U4>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
+    case 1: launch_r<TYPE, T, R, 1>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
+    case 2: launch_r<TYPE, T, R, 2>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
+    default: launch_r<TYPE, T, R, U4>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
     }
 }
 
@@ -270,10 +278,10 @@ static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *
     if (T == 1) {
         const gemv1_shape g = gemv1_env();
         switch (g.R) {
-        case 1: launch_1r<TYPE, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
-        case 2: launch_1r<TYPE, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
-        case 4: launch_1r<TYPE, 4>(W, nW, xq, ds, y, res, ex, s, g); return;
-        case 8: launch_1r<TYPE, 8>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 1: launch_1r<TYPE, 1, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 2: launch_1r<TYPE, 1, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 4: launch_1r<TYPE, 1, 4>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 8: launch_1r<TYPE, 1, 8>(W, nW, xq, ds, y, res, ex, s, g); return;
         default: break;
         }
         /* rows of K >= 4096: 4 warps split each row (one unit a lane per step) and a block takes 8 rows
@@ -284,6 +292,15 @@ static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *
             if (W->K > 16384) launch_r<TYPE, 1, 2, 1>(W, nW, xq, ds, y, res, ex, s, 4);
             else launch_r<TYPE, 1, 8, 1>(W, nW, xq, ds, y, res, ex, s, 4);
             return;
+        }
+    }
+    if constexpr (T == 8) {
+        const gemv1_shape g = gemv8_env();
+        switch (g.R) {
+        case 1: launch_1r<TYPE, 8, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 2: launch_1r<TYPE, 8, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 4: launch_1r<TYPE, 8, 4>(W, nW, xq, ds, y, res, ex, s, g); return;
+        default: break;
         }
     }
     if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, nW, xq, ds, y, res, ex, s);
