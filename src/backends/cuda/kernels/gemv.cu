@@ -286,8 +286,8 @@ static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *
         }
         /* rows of K >= 4096: 4 warps split each row (one unit a lane per step) and a block takes 8 rows
          * (2 above K = 16384), which loads each activation unit once for 8 rows. Sweep on the H200
-         * (docs/cuda.md "T = 1 shapes"): 1.1-1.5x the GB/s of one row a block on 12 of 13 layer shapes,
-         * llama 8B tg128 281 -> 349 t/s; at K = 17408 two rows a block did best. */
+         * (docs/cuda.md "T = 1 shapes"): 1.05-1.47x the GB/s of one row a block on 12 of 13 layer shapes
+         * (0.98x on Q6_K at K = 17408), llama 8B tg128 281 -> 349 t/s; above K = 16384 two rows a block. */
         if (W->K >= 4096) {
             if (W->K > 16384) launch_r<TYPE, 1, 2, 1>(W, nW, xq, ds, y, res, ex, s, 4);
             else launch_r<TYPE, 1, 8, 1>(W, nW, xq, ds, y, res, ex, s, 4);
