@@ -15,6 +15,13 @@ curl -sf "http://127.0.0.1:$port/health" > /dev/null || { echo "serve: not ready
 grep -m1 "ready:" "$log"
 req() { curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
   -d "{\"prompt\": \"$1\", \"max_tokens\": 24, \"temperature\": 0, \"ignore_eos\": true}"; }
+# field FILE KEY...: the JSON value at that path (a numeric key indexes a list); empty if absent
+field() {
+  python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]: d = d[int(k)] if k.isdigit() else d[k]
+print(d)' "$@" 2>/dev/null
+}
 fail=0
 req "The first prompt, alone" > /tmp/sc-alone.json
 for i in 1 2 3 4 5 6; do
@@ -23,11 +30,11 @@ for i in 1 2 3 4 5 6; do
 done
 wait $(jobs -p | grep -v "^$pid$") 2>/dev/null
 for i in 1 2 3 4 5 6; do
-  n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["usage"]["completion_tokens"])' "/tmp/sc-$i.json" 2>/dev/null)
+  n=$(field "/tmp/sc-$i.json" usage completion_tokens)
   [ "$n" = 24 ] && echo "ok: request $i gave 24 tokens" || { echo "FAIL: request $i: $(head -c 300 /tmp/sc-$i.json)"; fail=1; }
 done
-a=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' /tmp/sc-alone.json 2>/dev/null)
-b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' /tmp/sc-1.json 2>/dev/null)
+a=$(field /tmp/sc-alone.json choices 0 text)
+b=$(field /tmp/sc-1.json choices 0 text)
 [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: the same text alone and in a batch of 6" || { echo "FAIL: alone / batched differ: '$a' / '$b'"; fail=1; }
 s=$(curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
   -d '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "stream": true}')

@@ -122,14 +122,20 @@ static void check_tokenizer(const gguf_file *f, const synth_preset *p) {
     CHECK(!gguf_get_str(f, "tokenizer.chat_template", &s, &e) && s.len > 100);
 }
 
-/* tiny-qwen4exp (H 256, S 2, R 64, blocks 0-2 GDN + 3 QSA, PLE on block 1 with 4 heads of rows 64): shapes
- * from spec §3.3 written out by hand, and the keys our loader and llama.cpp's read (§3.2). */
-/* element i of an INT32 array (the file's bytes need not be 4-byte aligned) */
+/* element i of an INT32 / UINT64 array (the file's bytes need not be aligned) */
 static int32_t arr_i32(const gguf_array *a, size_t i) {
     int32_t v;
     memcpy(&v, (const char *)a->data + i * sizeof v, sizeof v);
     return v;
 }
+static uint64_t arr_u64(const gguf_array *a, size_t i) {
+    uint64_t v;
+    memcpy(&v, (const char *)a->data + i * sizeof v, sizeof v);
+    return v;
+}
+
+/* tiny-qwen4exp (H 256, S 2, R 64, blocks 0-2 GDN + 3 QSA, PLE on block 1 with 4 heads of rows 64): shapes
+ * from spec §3.3 written out by hand, and the keys our loader and llama.cpp's read (§3.2). */
 
 static void check_known_qwen4exp(const gguf_file *f, enum synth_mix m) {
     const bool q4km = m == SYNTH_MIX_Q4_K_M;
@@ -171,9 +177,8 @@ static void check_known_qwen4exp(const gguf_file *f, enum synth_mix m) {
     CHECK(!gguf_get_arr(f, "qwen4exp.attention.compress_ratios", GGUF_INT32, &a, &e) && a.n == 4 &&
           arr_i32(&a, 3) == 4 && arr_i32(&a, 2) == 0);
     CHECK(!gguf_get_arr(f, "qwen4exp.ple.layers", GGUF_INT32, &a, &e) && a.n == 1 && arr_i32(&a, 0) == 1);
-    uint64_t v3 = 0;
     CHECK(!gguf_get_arr(f, "qwen4exp.ple.head_vocab_sizes", GGUF_UINT64, &a, &e) && a.n == 4 &&
-          (memcpy(&v3, (const char *)a.data + 3 * sizeof v3, sizeof v3), v3 == 1021));
+          arr_u64(&a, 3) == 1021);
 }
 
 /* Hand-written expectations from llama.cpp's loader (shapes) and quantizer (Q4_K_M types). */

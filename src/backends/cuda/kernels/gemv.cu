@@ -235,35 +235,32 @@ static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *
     }
 }
 
-/* The T = 1 and T = 8 shapes, for experiments on the GPU machine: LLM170_CUDA_GEMV1 / LLM170_CUDA_GEMV8 =
- * "R,WPR,UNR" (rows per warp group 1/2/4/8 (T = 8: 1/2/4), warps per row group 1/2/4, units a lane loads
- * before computing 1/2/4); unset or malformed: the default rule of launch_t / launch_r. Read once. A WPR
- * other than the K rule's gives other bits than other T (cuda-check's 1-row comparison then fails). */
-typedef struct gemv1_shape { int R, wpr, unr; } gemv1_shape;
-static gemv1_shape gemv_env(const char *name, int max_r) {
-    gemv1_shape g = {0, 0, 0};
-    const char *v = getenv(name);
-    if (v && sscanf(v, "%d,%d,%d", &g.R, &g.wpr, &g.unr) == 3 && (g.R == 1 || g.R == 2 || g.R == 4 || g.R == 8) &&
-        g.R <= max_r && (g.wpr == 1 || g.wpr == 2 || g.wpr == 4) && (g.unr == 1 || g.unr == 2 || g.unr == 4))
-        return g;
-    return (gemv1_shape){0, 0, 0};
-}
-static gemv1_shape gemv1_env(void) {
+/* The T = 1 or T = 8 shape, for experiments on the GPU machine: LLM170_CUDA_GEMV="T,R,WPR,UNR" (T 1 or 8;
+ * rows per warp group 1/2/4/8, at T = 8 at most 4: 8 x 8 would pass the 32 sums a lane reduces; warps per
+ * row group 1/2/4; units a lane loads before computing 1/2/4) replaces the default rule of launch_t /
+ * launch_r for that T; unset or malformed: the default. Read once. A WPR other than the K rule's gives
+ * other bits than other T (cuda-check's 1-row comparison then fails). */
+typedef struct gemv_shape { int R, wpr, unr; } gemv_shape;
+template <int T> static gemv_shape gemv_env(void) {
+    static_assert(T == 1 || T == 8, "the variable names T = 1 or T = 8");
     static int done;
-    static gemv1_shape g;
-    if (!done) g = gemv_env("LLM170_CUDA_GEMV1", 8), done = 1;
-    return g;
-}
-static gemv1_shape gemv8_env(void) {
-    static int done;
-    static gemv1_shape g;
-    if (!done) g = gemv_env("LLM170_CUDA_GEMV8", 4), done = 1; /* 8 rows x 8 would pass the 32 sums a lane reduces */
+    static gemv_shape g;
+    if (!done) {
+        const char *v = getenv("LLM170_CUDA_GEMV");
+        int t = 0;
+        gemv_shape s = {0, 0, 0};
+        if (v && sscanf(v, "%d,%d,%d,%d", &t, &s.R, &s.wpr, &s.unr) == 4 && t == T &&
+            (s.R == 1 || s.R == 2 || s.R == 4 || (s.R == 8 && T == 1)) && (s.wpr == 1 || s.wpr == 2 || s.wpr == 4) &&
+            (s.unr == 1 || s.unr == 2 || s.unr == 4))
+            g = s;
+        done = 1;
+    }
     return g;
 }
 
 template <enum qtype TYPE, int T, int R>
 static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
-                      const gemv_experts *ex, cudaStream_t s, gemv1_shape g) {
+                      const gemv_experts *ex, cudaStream_t s, gemv_shape g) {
     constexpr int U4 = R <= 2 ? 4 : 2; /* 4 units of 4 or 8 rows would spill registers */
     switch (g.unr) {
     case 1: launch_r<TYPE, T, R, 1>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
@@ -275,8 +272,8 @@ static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float 
 template <enum qtype TYPE, int T>
 static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                      const gemv_experts *ex, cudaStream_t s) {
-    if (T == 1) {
-        const gemv1_shape g = gemv1_env();
+    if constexpr (T == 1) {
+        const gemv_shape g = gemv_env<1>();
         switch (g.R) {
         case 1: launch_1r<TYPE, 1, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
         case 2: launch_1r<TYPE, 1, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
@@ -295,7 +292,7 @@ static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *
         }
     }
     if constexpr (T == 8) {
-        const gemv1_shape g = gemv8_env();
+        const gemv_shape g = gemv_env<8>();
         switch (g.R) {
         case 1: launch_1r<TYPE, 8, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
         case 2: launch_1r<TYPE, 8, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
