@@ -119,6 +119,10 @@ CASE(gvb_q4_k_5120_17408_1, check_gemv(QT_Q4_K, 17408, 5120, 1, s, b, r, e))
 CASE(gvb_q4_k_17408_5120_1, check_gemv(QT_Q4_K, 5120, 17408, 1, s, b, r, e))
 CASE(gvb_q6_k_5120_17408_1, check_gemv(QT_Q6_K, 17408, 5120, 1, s, b, r, e))
 CASE(gvb_q6_k_17408_5120_1, check_gemv(QT_Q6_K, 5120, 17408, 1, s, b, r, e))
+CASE(gvb_q4_k_t20, check_gemv(QT_Q4_K, 263, 2816, 20, s, b, r, e))
+CASE(gvb_q4_0_t64, check_gemv(QT_Q4_0, 263, 2816, 64, s, b, r, e))
+CASE(gvb_q4_k_4096_2048_64, check_gemv(QT_Q4_K, 2048, 4096, 64, s, b, r, e))
+CASE(gvb_q6_k_4096_2048_64, check_gemv(QT_Q6_K, 2048, 4096, 64, s, b, r, e))
 CASE(gvb_q6k_head, check_gemv(QT_Q6_K, 128256, 4096, 1, s, b, r, e))
 CASE(rn_a, check_rms_norm(1, 4096, true, s, b, r, e))
 CASE(rn_b, check_rms_norm(64, 128, true, s, b, r, e))
@@ -253,6 +257,10 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"gemv", "q4_k K17408 N5120 T1", gvb_q4_k_17408_5120_1},
     {"gemv", "q6_k K5120 N17408 T1", gvb_q6_k_5120_17408_1},
     {"gemv", "q6_k K17408 N5120 T1", gvb_q6_k_17408_5120_1},
+    {"gemv", "q4_k K2816 N263 T20 (batched)", gvb_q4_k_t20},
+    {"gemv", "q4_0 K2816 N263 T64 (batched)", gvb_q4_0_t64},
+    {"gemv", "q4_k K4096 N2048 T64 (batched)", gvb_q4_k_4096_2048_64},
+    {"gemv", "q6_k K4096 N2048 T64 (batched)", gvb_q6_k_4096_2048_64},
     {"gemv", "q6_k K4096 N128256 T1", gvb_q6k_head},
     {"rms_norm", "R1 C4096 w", rn_a},
     {"rms_norm", "R64 C128 w (heads)", rn_b},

@@ -136,6 +136,7 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
         float *r0 = hmalloc(sizeof(float) * ny, e), *r1 = hmalloc(sizeof(float) * ny, e), *y2 = hmalloc(sizeof(float) * ny, e);
         float *dr = r0 ? (fill_normal(&r, r0, (int64_t)ny, 4.0f), dpool_up(&dp, r0, sizeof(float) * ny, e)) : NULL;
         float *dy2 = dpool_alloc(&dp, sizeof(float) * ny, e);
+        const int Tg = T <= 8 ? T : 8; /* the grouped form takes 8 rows at most: the first 8 of a batch */
         if (!r0 || !r1 || !y2 || !dr || !dy2 || (rc = kcheck(cuda_gemv_q_res(&b.W[0], dxq, dds, dy2, dr, T, 0), e,
                                                               "cuda_gemv_q_res")) ||
             (rc = cu_download(r1, dr, sizeof(float) * ny, e)) || (rc = cu_download(y2, dy2, sizeof(float) * ny, e))) {
@@ -154,12 +155,12 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
         gw[1].N = n1;
         float *gy[3] = {dy2, dpool_alloc(&dp, sizeof(float) * ny, e), dpool_alloc(&dp, sizeof(float) * ny, e)};
         for (int m = 0; m < 3 && !rc; m++) {
-            if (!gy[m] || (m == 0 && (rc = kcheck(cuda_gemv_q_group(gw, 3, dxq, dds, gy, T, 0), e, "cuda_gemv_q_group"))) ||
-                (rc = cu_download(y2, gy[m], sizeof(float) * ny, e))) {
+            if (!gy[m] || (m == 0 && (rc = kcheck(cuda_gemv_q_group(gw, 3, dxq, dds, gy, Tg, 0), e, "cuda_gemv_q_group"))) ||
+                (rc = cu_download(y2, gy[m], sizeof(float) * (size_t)Tg * gw[m].N, e))) {
                 rc = rc ? rc : e->code;
                 break;
             }
-            for (int t = 0; t < T; t++)
+            for (int t = 0; t < Tg; t++)
                 for (int64_t i = 0; i < gw[m].N; i++)
                     res_bad += memcmp(&y2[(size_t)t * gw[m].N + i], &y[(size_t)t * N + i], 4) != 0;
         }

@@ -7,9 +7,10 @@
  * that layout. Any other type is an error naming the tensor.
  *
  * Matmuls: per row, the family its span chooses (CUDA_GEMV_MAX_ROWS, cuda_impl.h): GEMV rows are
- * quantized to q8_1 and run 8 at a time through cuda_gemv_q; GEMM rows are rounded to bf16 and run
- * through cuda_gemm_q (where its shape conditions hold: K % 64 == 0, N even, 16-byte aligned blocks; else
- * the GEMV in pieces of 8 rows). Float weights go to cuda_matmul_f at any T. matmul_experts is one launch
+ * quantized to q8_1 and run through cuda_gemv_q (one launch for all of a matmul's GEMV rows: a batched
+ * decode step reads W once); GEMM rows are rounded to bf16 and run through cuda_gemm_q (where its shape
+ * conditions hold: K % 64 == 0, N even, 16-byte aligned blocks; else the GEMV). Float weights go to
+ * cuda_matmul_f at any T. matmul_experts is one launch
  * over every routed slot (the expert id read on the device). Nothing synchronises the host. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,7 +134,7 @@ static bool pend_joins(const cuda_exec *c, const cuda_weight *cw, const float *i
     return true;
 }
 
-/* rows [r0, r0 + n) of x through the GEMV, 8 at a time (a single launch is deferred: cx_pend_flush) */
+/* rows [r0, r0 + n) of x through the GEMV (up to 8: deferred, cx_pend_flush; more: one batched launch) */
 static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *in, float *y, int r0, int n) {
     cuda_exec *c = cx_of(x);
     const int64_t K = q->K, N = q->N, U = K / 32;
@@ -147,8 +148,9 @@ static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *i
         c->pend.n++;
         return;
     }
-    for (int t = 0; t < n; t += CUDA_GEMV_MAX_ROWS) {
-        const int m = n - t < CUDA_GEMV_MAX_ROWS ? n - t : CUDA_GEMV_MAX_ROWS;
+    /* one launch over every row (W read from memory once, chunks of 8 rows inside), CUDA_GEMV_BATCH_MAX at a time */
+    for (int t = 0; t < n; t += CUDA_GEMV_BATCH_MAX) {
+        const int m = n - t < CUDA_GEMV_BATCH_MAX ? n - t : CUDA_GEMV_BATCH_MAX;
         if (cx_kfail(x, cuda_gemv_q(q, c->xq + (int64_t)t * K, c->ds + (int64_t)t * U * 2, y + (int64_t)(r0 + t) * N, m,
                                     c->st),
                      "matmul", w->name))

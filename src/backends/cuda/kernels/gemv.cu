@@ -24,21 +24,27 @@
 #define GEMV_GROUP CUDA_GEMV_GROUP
 static_assert(GEMV_GROUP == 3, "k_gemv_q selects among exactly three members");
 
-template <enum qtype TYPE>
+/* a weight load: streaming (evict-first: a decode step reads W once) or, when a block reads its rows again
+ * for further chunks of activation rows (KEEP), through the caches */
+template <bool KEEP, typename V> static __device__ __forceinline__ V ldw(const V *p) {
+    return KEEP ? __ldg(p) : __ldcs(p);
+}
+
+template <enum qtype TYPE, bool KEEP>
 static __device__ __forceinline__ void load_unit(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,
                                                  size_t unit, uint32_t *v) {
     uint32_t q[8], h[2] = {0, 0};
     if (TYPE == QT_Q8_0) {
         const uint4 *p = (const uint4 *)(qs + unit * 32);
-        uint4 a = __ldcs(p), b = __ldcs(p + 1);
+        uint4 a = ldw<KEEP>(p), b = ldw<KEEP>(p + 1);
         q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w, q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
     } else {
-        uint4 a = __ldcs((const uint4 *)(qs + unit * 16));
+        uint4 a = ldw<KEEP>((const uint4 *)(qs + unit * 16));
         q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w;
     }
-    if (TYPE == QT_Q5_0 || TYPE == QT_Q5_K) h[0] = __ldcs((const unsigned int *)(hi + unit * 4));
+    if (TYPE == QT_Q5_0 || TYPE == QT_Q5_K) h[0] = ldw<KEEP>((const unsigned int *)(hi + unit * 4));
     if (TYPE == QT_Q6_K) {
-        uint2 b = __ldcs((const uint2 *)(hi + unit * 8));
+        uint2 b = ldw<KEEP>((const uint2 *)(hi + unit * 8));
         h[0] = b.x, h[1] = b.y;
     }
     gemv_unpack_unit(TYPE, q, h, v);
@@ -90,10 +96,13 @@ struct gemv_mats {
     int n;
 };
 
-template <enum qtype TYPE, int T, int R, int UNR>
+/* nt activation rows in chunks of T: the block computes its rows for each chunk in turn (nt > T: KEEP,
+ * the rows' weights then come from L1/L2 after the first chunk). A row's arithmetic is the same in every
+ * chunk and at every T: rows past nt in the last chunk repeat its last row and are never written. */
+template <enum qtype TYPE, int T, int R, int UNR, bool KEEP>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_q(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K, int WPR,
-             const int32_t *__restrict__ sel, int E, int xdiv, int slot0) {
+             const int32_t *__restrict__ sel, int E, int xdiv, int slot0, int nt) {
     const unsigned m = P.n > 1 && blockIdx.x >= P.b[1] ? (P.n > 2 && blockIdx.x >= P.b[2] ? 2 : 1) : 0;
     const unsigned bx = blockIdx.x - P.b[m];
     const uint8_t *__restrict__ qs = m == 0 ? P.qs[0] : m == 1 ? P.qs[1] : P.qs[2];
@@ -109,9 +118,6 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int grp = warp / WPR, wig = warp % WPR; /* row group in the block, warp in the group */
     const int row0 = (int)(bx * (GEMV_MAX_WARPS / WPR) + grp) * R, U = K / 32, stride = 32 * WPR;
-    float acc[NV];
-#pragma unroll
-    for (int i = 0; i < NV; i++) acc[i] = 0.0f;
     /* the grouped expert form (sel != NULL, T == 1): blockIdx.y is routed slot slot0 + blockIdx.y, its rows
      * are those of expert sel[slot] (rows e * N ..), its activations row slot / xdiv, its output row slot */
     size_t erow = 0;
@@ -127,6 +133,11 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
 #pragma unroll
     for (int r = 0; r < R; r++) rows[r] = erow + (size_t)min(row0 + r, N - 1); /* rows past N repeat the last; never written */
 
+    for (int t0 = 0; t0 < nt; t0 += T) {
+    const int tn = min(T, nt - t0); /* activation rows of this chunk */
+    float acc[NV];
+#pragma unroll
+    for (int i = 0; i < NV; i++) acc[i] = 0.0f;
 #pragma unroll 2
     for (int base = wig * 32 + lane; base < U; base += stride * UNR) {
         uint32_t v[UNR][R][8];
@@ -135,7 +146,7 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
             int u = base + i * stride;
 #pragma unroll
             for (int r = 0; r < R; r++)
-                if (u < U) load_unit<TYPE>(qs, hi, rows[r] * U + u, v[i][r]);
+                if (u < U) load_unit<TYPE, KEEP>(qs, hi, rows[r] * U + u, v[i][r]);
         }
 #pragma unroll
         for (int i = 0; i < UNR; i++) {
@@ -146,9 +157,10 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
             for (int r = 0; r < R; r++) sc[r] = gemv_unit_scale(TYPE, meta + (rows[r] * (U / G) + u / G) * MB, u % G);
 #pragma unroll
             for (int t = 0; t < T; t++) {
-                const int4 *xp = (const int4 *)(xq + (size_t)t * K + (size_t)u * 32);
+                const int tt = t0 + min(t, tn - 1);
+                const int4 *xp = (const int4 *)(xq + (size_t)tt * K + (size_t)u * 32);
                 int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
-                float2 d = __ldg(ds + (size_t)t * U + u);
+                float2 d = __ldg(ds + (size_t)tt * U + u);
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     const uint32_t *w = v[i][r];
@@ -175,24 +187,28 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     if (WPR > 1) {
         if (reporter) part[warp][idx] = acc[0];
         __syncthreads();
-        if (wig != 0) return;
-        for (int i = lane; i < R * T; i += 32) {
-            float s = part[warp][i];
-            for (int w = 1; w < WPR; w++) s = __fadd_rn(s, part[warp + w][i]);
-            int r = i / T, t = i % T;
-            if (row0 + r < N) {
-                y[(size_t)t * N + row0 + r] = s;
-                if (res) res[(size_t)t * N + row0 + r] = __fadd_rn(res[(size_t)t * N + row0 + r], s);
+        if (wig == 0)
+            for (int i = lane; i < R * T; i += 32) {
+                float s = part[warp][i];
+                for (int w = 1; w < WPR; w++) s = __fadd_rn(s, part[warp + w][i]);
+                int r = i / T, t = i % T;
+                if (row0 + r < N && t < tn) {
+                    const size_t o = (size_t)(t0 + t) * N + row0 + r;
+                    y[o] = s;
+                    if (res) res[o] = __fadd_rn(res[o], s);
+                }
             }
-        }
-        return;
+        if (t0 + T < nt) __syncthreads(); /* part[] is written again by the next chunk */
+        continue;
     }
     if (reporter) {
         int r = idx / T, t = idx % T;
-        if (row0 + r < N) {
-            y[(size_t)t * N + row0 + r] = acc[0];
-            if (res) res[(size_t)t * N + row0 + r] = __fadd_rn(res[(size_t)t * N + row0 + r], acc[0]);
+        if (row0 + r < N && t < tn) {
+            const size_t o = (size_t)(t0 + t) * N + row0 + r;
+            y[o] = acc[0];
+            if (res) res[o] = __fadd_rn(res[o], acc[0]);
         }
+    }
     }
 }
 
@@ -203,9 +219,9 @@ template <int T> struct gemv_rows { static constexpr int R = T == 1 ? 1 : T <= 4
 /* experts: grouped expert form over n_slots routed slots (grid y, 65535 a launch); NULL: plain */
 typedef struct gemv_experts { const int32_t *sel; int E, xdiv, n_slots; } gemv_experts;
 
-template <enum qtype TYPE, int T, int R, int UNR = gemv_unroll<R>::v>
+template <enum qtype TYPE, int T, int R, int UNR = gemv_unroll<R>::v, bool KEEP = false>
 static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
-                     const gemv_experts *ex, cudaStream_t s, int wpr = 0) {
+                     const gemv_experts *ex, cudaStream_t s, int wpr = 0, int nt = T) {
     int U = (int)(W->K / 32);
     /* warps per row group, from K alone: which lane sums which units (and so a row's float sum) must not
      * depend on T, or a sequence's logits would depend on how many others share its decode step (the
@@ -224,14 +240,14 @@ static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *
     }
     const unsigned blocks = P.b[nW];
     if (!ex) {
-        k_gemv_q<TYPE, T, R, UNR><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>(P, xq, (const float2 *)ds, (int)W->K, wpr, NULL, 0,
-                                                                     1, 0);
+        k_gemv_q<TYPE, T, R, UNR, KEEP><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>(P, xq, (const float2 *)ds, (int)W->K, wpr,
+                                                                           NULL, 0, 1, 0, nt);
         return;
     }
     for (int s0 = 0; s0 < ex->n_slots; s0 += 65535) {
         const int n = ex->n_slots - s0 < 65535 ? ex->n_slots - s0 : 65535;
-        k_gemv_q<TYPE, T, R, UNR><<<dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s>>>(
-            P, xq, (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0);
+        k_gemv_q<TYPE, T, R, UNR, KEEP><<<dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s>>>(
+            P, xq, (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0, nt);
     }
 }
 
@@ -315,13 +331,16 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
     case 5: launch_t<TYPE, 5>(W, nW, xq, ds, y, res, ex, s); break;
     case 6: launch_t<TYPE, 6>(W, nW, xq, ds, y, res, ex, s); break;
     case 7: launch_t<TYPE, 7>(W, nW, xq, ds, y, res, ex, s); break;
-    default: launch_t<TYPE, 8>(W, nW, xq, ds, y, res, ex, s); break;
+    case 8: launch_t<TYPE, 8>(W, nW, xq, ds, y, res, ex, s); break;
+    /* more rows (batched decode): the T = 8 kernel over chunks of 8 in one launch, W read from memory once */
+    default: launch_r<TYPE, 8, gemv_rows<8>::R, gemv_unroll<gemv_rows<8>::R>::v, true>(W, nW, xq, ds, y, res, ex, s, 0, T);
     }
 }
 
 static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
                     const gemv_experts *ex, cudaStream_t s) {
-    if (!W || nW < 1 || nW > GEMV_GROUP || (ex && nW != 1) || !xq || !ds || T < 1 || T > 8 || ((uintptr_t)xq & 15))
+    if (!W || nW < 1 || nW > GEMV_GROUP || (ex && nW != 1) || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
+        T > CUDA_GEMV_BATCH_MAX || ((uintptr_t)xq & 15))
         return CUDA_KERR_ARGS;
     for (int i = 0; i < nW; i++) {
         const cuda_qmat *w = &W[i];
