@@ -6,7 +6,11 @@
 set -u
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
-[ -f .devbin/llm170.gz ] && gunzip -f .devbin/llm170.gz && chmod +x .devbin/llm170
+# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
+for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
+  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
+done
+chmod +x .devbin/llm170
 bin() { LD_LIBRARY_PATH="$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" .devbin/llm170 "$@"; }
 steps=${*:-check memcheck bench}
 rc=0

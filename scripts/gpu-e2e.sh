@@ -19,7 +19,10 @@ set -u
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 t0=$(date +%s)
-[ -f .devbin/llm170.gz ] && gunzip -f .devbin/llm170.gz
+# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
+for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
+  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
+done
 chmod +x .devbin/llm170 2>/dev/null
 B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170") # timeout runs it
 printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/.devbin/llm170" "$@"\n' \
@@ -40,8 +43,7 @@ step conformance 30 "${B[@]}" cuda-check --filter backend
 step engine 120 "${B[@]}" cuda-check --engine --dir "$OUT" -t 8
 plants=()
 for d in .devbin/plant-*/; do # each staged planted-bug binary: its engine check must FAIL
-  [ -f "$d/llm170.gz" ] || [ -f "$d/llm170" ] || continue
-  [ -f "$d/llm170.gz" ] && gunzip -f "$d/llm170.gz"
+  [ -f "$d/llm170" ] || continue
   chmod +x "$d/llm170"
   p=$(basename "$d"); plants+=("$p-conformance" "$p")
   step "$p-conformance" 30 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -59,7 +61,6 @@ done
 step serve-tiny 60 bash scripts/serve-check.sh "$PWD/.devbin/llm170-env" /tmp/tq35.gguf cuda 18181
 step synth-05b 15 "${B[@]}" synth --preset llama-qwen25-0.5b --type q4_k_m --out /tmp/q05b.gguf
 step bench-05b 50 "${B[@]}" bench --model /tmp/q05b.gguf --device cuda --compare-graphs -p 512 -n 128 -r 2
-rm -f /tmp/q05b.gguf
 step serve-05b 60 bash scripts/serve-check.sh "$PWD/.devbin/llm170-env" /tmp/q05b.gguf cuda 18182
 rm -f /tmp/q05b.gguf /tmp/tq35.gguf
 step synth-08b 15 "${B[@]}" synth --preset qwen35-0.8b --type q4_k_m --out /tmp/q35-08b.gguf

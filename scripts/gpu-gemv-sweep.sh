@@ -8,10 +8,13 @@
 set -u
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
-[ -f .devbin/llm170.gz ] && gunzip -f .devbin/llm170.gz
+# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
+for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
+  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
+done
 chmod +x .devbin/llm170
 B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
-VARIANTS=${VARIANTS:-"default 2,4,1 4,4,1 8,4,1 1,1,4 2,2,2 4,2,1"}
+VARIANTS=${VARIANTS-"default 2,4,1 4,4,1 8,4,1 1,1,4 2,2,2 4,2,1"}
 F=${F:-"N263 T1,q4_k K4096 N4096 T1,q4_k K4096 N14336 T1,q4_k K14336 N4096 T1,q4_k K5120,q4_k K17408,q6_k K4096 N14336 T1,q6_k K14336 N4096 T1,q6_k K5120,q6_k K17408,q5_k K4096 N14336 T1,q4_0 K4096 N14336 T1,q8_0 K4096 N14336 T1,q6_k K4096 N128256,q4_0 K896 N151936"}
 MODEL=${MODEL:-llama-8b}
 timeout 60 "${B[@]}" synth --preset "$MODEL" --type q4_k_m --out /tmp/m.gguf > "$OUT/synth.txt" 2>&1
@@ -24,7 +27,7 @@ for v in $VARIANTS; do
   [ -f /tmp/m.gguf ] && timeout 60 "${e[@]}" "${B[@]}" bench --model /tmp/m.gguf --device cuda -p 0 -n 128 -r 3 > "$OUT/tg-$v.txt" 2>&1
   echo "  $MODEL $(grep -E 'tg128|rror' "$OUT/tg-$v.txt" | awk -F'|' 'NF > 3 {print $(NF-2), $(NF-1)} NF <= 3' | tr -s ' ')"
 done
-VARIANTS8=${VARIANTS8:-"default 4,4,1 2,4,1 2,4,2 1,4,1 4,4,2"}
+VARIANTS8=${VARIANTS8-"default 4,4,1 2,4,1 2,4,2 1,4,1 4,4,2"}
 F8=${F8:-"T8"}
 for v in $VARIANTS8; do
   e=(); [ "$v" = default ] || e=(env "LLM170_CUDA_GEMV=8,$v")

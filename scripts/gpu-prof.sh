@@ -9,7 +9,10 @@
 set -u
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
-[ -f .devbin/llm170.gz ] && gunzip -f .devbin/llm170.gz
+# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
+for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
+  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
+done
 chmod +x .devbin/llm170 2>/dev/null
 B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Stages a planted-bug binary beside the real one, for a device call that proves a check can fail: applies
 # scripts/plants/NAME.patch to the tree, builds llm170 in the given build folder, copies it gzipped to
-# .devbin/plant-NAME/llm170.gz, then reverts the patch and rebuilds (only the patched files recompile). Run
+# .devbin/plant-NAME/llm170.xz, then reverts the patch and rebuilds (only the patched files recompile). Run
 # after scripts/gpu-stage.sh (which empties .devbin/), once per plant. scripts/gpu-e2e.sh runs every
 # planted binary staged there through the engine check and expects it to FAIL.
-#   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent]
+#   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent |
+#                                            attn-batch-splits]
+# Staged binaries are ~5 MB each from a build with -DLLM170_CUDA_ARCHS=90-real: one plant fits beside the
+# real binary in a call (the 64 MiB cap, scripts/gpu-stage.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
 # exists, so every graph after the first replays the first pass's token ids and positions: the engine
 # check's "graph = nograph bit for bit" comparison must fail from the second greedy step on.
@@ -14,6 +17,9 @@
 # gemv-t-dependent: the old warps-per-row rule (one warp per row at T = 5..8 for 4096 <= K < 16384), so a
 # row's GEMV bits depend on T: cuda-check's one-row comparison must fail on the cases that
 # scripts/plants/NAME.filter names (copied beside the binary; gpu-e2e.sh runs cuda-check --filter with it).
+# attn-batch-splits: attend_decode's kernels split every sequence of a batched decode step as the longest
+# one needs, so a sequence's bits depend on what shares its step: the conformance suite's "each of the 4
+# seqs alone = in the batch" rows must fail.
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}
@@ -23,6 +29,7 @@ trap 'git apply -R "$patch" && nice cmake --build "$build" -j2 --target llm170 >
 nice cmake --build "$build" -j2 --target llm170
 mkdir -p ".devbin/plant-$name"
 cp "$build/llm170" ".devbin/plant-$name/llm170"
-gzip -9f ".devbin/plant-$name/llm170"
+strip ".devbin/plant-$name/llm170"
+xz -9e -T2 -f ".devbin/plant-$name/llm170"
 [ -f "scripts/plants/$name.filter" ] && cp "scripts/plants/$name.filter" ".devbin/plant-$name/filter"
 du -sh .devbin

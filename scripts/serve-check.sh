@@ -10,7 +10,11 @@ log=$(mktemp)
 "$bin" serve --model "$model" --device "$dev" --port "$port" --parallel 8 --ctx-size 256 > "$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log" /tmp/sc-*.json' EXIT
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.2; done
+for _ in $(seq 1 300); do # until it answers, or has exited (a bad model path fails at once, not after 60 s)
+  curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.2
+done
 curl -sf "http://127.0.0.1:$port/health" > /dev/null || { echo "serve: not ready"; tail -5 "$log"; exit 1; }
 grep -m1 "ready:" "$log"
 req() { curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \

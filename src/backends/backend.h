@@ -65,6 +65,15 @@ typedef struct exec_plan {
     int n_threads;    /* CPU threads (CPU executors) */
 } exec_plan;
 
+/* One sequence of a batched decode step (attend_decode): its K and V caches, its new token's slot and row
+ * in the pass, and that position on the device (device int32, = pos). */
+typedef struct attn_seq {
+    void *k, *v;
+    const int32_t *qpos;
+    int32_t pos, row;
+} attn_seq;
+#define ATTN_DECODE_MAX_SEQS 64 /* sequences one attend_decode call takes */
+
 /* One span of a pass: n tokens of one sequence, the last n_out of which are output rows. */
 typedef struct pass_span {
     int n, n_out;
@@ -153,6 +162,15 @@ typedef struct exec_ops {
     /* dst = rows of `width` values of type `type` (F32, F16, BF16, Q8_0: a cache's row layout,
      * qtype_row_bytes(type, width) bytes each) from src[rows][width] (writes new keys / values) */
     void (*store_rows)(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width);
+    /* The attention of a batched decode step, one new token for each of n <= ATTN_DECODE_MAX_SEQS sequences
+     * (seqs: a host array): token i's key and value (rows seqs[i].row of k and v, Hkv*D values) are stored
+     * at slot seqs[i].pos of its caches (type tk / tv), then its query (row seqs[i].row of q) attends over
+     * slots [0, pos] into that row of out: what store_rows, store_rows and attention (T = 1, S = pos + 1)
+     * do for each sequence alone, in fewer launches. A sequence's bits do not depend on the others in the
+     * call. kpos, scale, window as for attention. */
+    void (*attend_decode)(exec *x, const attn_seq *seqs, int n, const float *q, const float *k, const float *v,
+                          float *out, enum qtype tk, enum qtype tv, const int32_t *kpos, int Hq, int Hkv, int D,
+                          float scale, int window);
     void (*conv1d_silu)(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch, int K);
     /* g[T][Hv] = ssm_a * softplus(alpha + dt_bias); beta[T][Hv] = sigmoid(beta_in); in place */
     void (*gdn_gates)(exec *x, float *alpha_to_g, float *beta, const weight *ssm_a, const weight *dt_bias, int T,

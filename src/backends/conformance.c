@@ -272,6 +272,27 @@ static void check_matmuls(rng *r) {
                 free(x), free(y), free(wd2), free(d2);
             }
         }
+        /* float weights with K % 4 != 0, 3 rows (a GPU's 4-values-a-load kernel needs K % 4 == 0: its other
+         * kernel) */
+        if (t == QT_F32 || t == QT_F16 || t == QT_BF16) {
+            weight w3;
+            void *d3;
+            gguf_tensor g3;
+            const int64_t K3 = 90, N3 = 5;
+            if (make_weight(r, t, K3, N3, 1, &w3, &d3, &g3)) {
+                float *wd3 = malloc(sizeof(float) * (size_t)(K3 * N3));
+                dequant(&w3, d3, N3, wd3);
+                float *x = randn(r, 3 * K3, 1), *dx = upf(x, 3 * K3), *dy = upf(NULL, 3 * N3);
+                pass_span ps = {3, 1};
+                X->ops->begin_pass(X, &ps, 1);
+                X->ops->matmul(X, &w3, 0, dx, dy, 3, MM_ROWS_PASS);
+                float *y = down(dy, 3 * N3);
+                char what[64];
+                snprintf(what, sizeof what, "%s, K = %d, pass of 3", name, (int)K3);
+                expect_matmul("matmul", what, t, y, wd3, x, idx, 3, N3, K3, NULL);
+                free(x), free(y), free(wd3), free(d3);
+            }
+        }
         /* get_rows: exact dequantization */
         {
             int32_t ids[4] = {36, 0, 17, 5};
@@ -540,6 +561,79 @@ static void check_sequence_ops(rng *r) {
                 free(y);
             }
         free(q2), free(k2), free(v2), free(hk), free(hv), free(kd2), free(vd2), free(ref2), free(sc2);
+    }
+    /* attend_decode: 4 sequences of one new token each, at positions 40, 12, 0 and 100 (1 to 4 chunks of a
+     * GPU's split-K kernel), rows 2, 0, 3, 1 of the pass, D 64, GQA 4/2, over F16 and F32 caches, with and
+     * without a window: the stored rows within the cache type's rounding, the outputs within 1e-5 of
+     * ref_attention over each cache as stored, and each sequence's output the same bits when it is called
+     * alone as in the batch */
+    {
+        enum { NS = 4, HQ = 4, HKV = 2, DD = 64, SC = 104 };
+        const int32_t pos[NS] = {40, 12, 0, 100}, row[NS] = {2, 0, 3, 1};
+        const int64_t kw3 = HKV * DD, qw3 = HQ * DD;
+        int32_t kp[SC];
+        for (int i = 0; i < SC; i++) kp[i] = i;
+        int32_t *dkp3 = up(kp, sizeof kp), *dpos = up(pos, sizeof pos);
+        float *q3 = randn(r, NS * qw3, 1), *k3 = randn(r, NS * kw3, 1), *v3 = randn(r, NS * kw3, 1);
+        float *old = randn(r, SC * kw3, 1);
+        float *dq3 = upf(q3, NS * qw3), *dk3 = upf(k3, NS * kw3), *dv3 = upf(v3, NS * kw3), *dold = upf(old, SC * kw3);
+        float *dout3 = upf(NULL, NS * qw3), *sc3 = malloc(sizeof(float) * SC);
+        float *kd3 = malloc(sizeof(float) * (size_t)(SC * kw3)), *vd3 = malloc(sizeof(float) * (size_t)(SC * kw3));
+        float *ref3 = malloc(sizeof(float) * (size_t)(NS * qw3)), *alone = malloc(sizeof(float) * (size_t)(NS * qw3));
+        float *kst = malloc(sizeof(float) * (size_t)(NS * kw3)), *vst = malloc(sizeof(float) * (size_t)(NS * kw3));
+        const struct { enum qtype t; double tol; } ct3[] = {{QT_F16, 0x1p-11}, {QT_F32, 0}};
+        for (size_t ci = 0; ci < sizeof ct3 / sizeof ct3[0]; ci++) {
+            const enum qtype t = ct3[ci].t;
+            const size_t rb = qtype_row_bytes(t, kw3);
+            const quant_ops *qo = quant_ops_get(t, QUANT_ISA_SCALAR);
+            char *hk = malloc(rb * SC), *hv = malloc(rb * SC);
+            attn_seq sq[NS];
+            for (int i = 0; i < NS; i++) {
+                sq[i] = (attn_seq){up(NULL, rb * SC), up(NULL, rb * SC), dpos + i, pos[i], row[i]};
+                X->ops->store_rows(X, sq[i].k, t, dold, SC, kw3); /* the earlier rows */
+                X->ops->store_rows(X, sq[i].v, t, dold, SC, kw3);
+            }
+            for (int win = 0; win < 2; win++) {
+                const int wnd = win ? 9 : ATTN_NO_WINDOW;
+                X->ops->attend_decode(X, sq, NS, dq3, dk3, dv3, dout3, t, t, dkp3, HQ, HKV, DD, 0.125f, wnd);
+                float *y = down(dout3, NS * qw3);
+                for (int i = 0; i < NS; i++) {
+                    X->ops->download(X, hk, sq[i].k, rb * SC);
+                    X->ops->download(X, hv, sq[i].v, rb * SC);
+                    for (int j = 0; j < SC; j++) {
+                        qo->to_float(hk + (size_t)j * rb, kd3 + j * kw3, kw3);
+                        qo->to_float(hv + (size_t)j * rb, vd3 + j * kw3, kw3);
+                    }
+                    memcpy(kst + i * kw3, kd3 + pos[i] * kw3, sizeof(float) * (size_t)kw3);
+                    memcpy(vst + i * kw3, vd3 + pos[i] * kw3, sizeof(float) * (size_t)kw3);
+                    ref_attention(q3 + row[i] * qw3, kd3, vd3, ref3 + row[i] * qw3, &pos[i], kp, 1, pos[i] + 1, HQ, HKV,
+                                  DD, 0.125f, wnd, sc3);
+                    X->ops->attend_decode(X, &sq[i], 1, dq3, dk3, dv3, dout3, t, t, dkp3, HQ, HKV, DD, 0.125f, wnd);
+                    float *y1 = down(dout3, NS * qw3);
+                    memcpy(alone + row[i] * qw3, y1 + row[i] * qw3, sizeof(float) * (size_t)qw3);
+                    free(y1);
+                }
+                /* the new rows by token row, as the seqs name them */
+                float *kin = malloc(sizeof(float) * (size_t)(NS * kw3)), *vin = malloc(sizeof(float) * (size_t)(NS * kw3));
+                for (int i = 0; i < NS; i++) {
+                    memcpy(kin + i * kw3, k3 + row[i] * kw3, sizeof(float) * (size_t)kw3);
+                    memcpy(vin + i * kw3, v3 + row[i] * kw3, sizeof(float) * (size_t)kw3);
+                }
+                char what[80];
+                const char *tn = qtype_get((uint32_t)t)->name, *ws = win ? ", window 9" : "";
+                snprintf(what, sizeof what, "4 seqs, %s cache%s: the stored keys", tn, ws);
+                expect("attend_decode", what, kst, kin, NS * kw3, ct3[ci].tol);
+                snprintf(what, sizeof what, "4 seqs, %s cache%s: the stored values", tn, ws);
+                expect("attend_decode", what, vst, vin, NS * kw3, ct3[ci].tol);
+                snprintf(what, sizeof what, "4 seqs at 40, 12, 0, 100, D 64, GQA 4/2, %s cache%s", tn, ws);
+                expect("attend_decode", what, y, ref3, NS * qw3, 1e-5);
+                snprintf(what, sizeof what, "each of the 4 seqs alone = in the batch, %s cache%s", tn, ws);
+                expect("attend_decode", what, alone, y, NS * qw3, 0);
+                free(y), free(kin), free(vin);
+            }
+            free(hk), free(hv);
+        }
+        free(q3), free(k3), free(v3), free(old), free(sc3), free(kd3), free(vd3), free(ref3), free(alone), free(kst), free(vst);
     }
     /* conv1d_silu: 6 tokens, 37 channels, kernel 4, with a state */
     {

@@ -182,15 +182,26 @@ void blk_attend_cache(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n
     int64_t qrow = (int64_t)Hq * D, kvrow = (int64_t)Hkv * D;
     const enum qtype tk = c->kv->plan.type_k, tv = c->kv->plan.type_v;
     const size_t krow = qtype_row_bytes(tk, kvrow), vrow = qtype_row_bytes(tv, kvrow);
+    attn_seq dec[ATTN_DECODE_MAX_SEQS]; /* one-token spans (decode steps) go to attend_decode together */
+    int nd = 0;
     for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++) {
         const seq_cache *sc = &c->kv->seqs[spans[s].seq];
         char *kc = seq_state(sc, il, 0), *vc = seq_state(sc, il, 1);
         int n = spans[s].n, past = w->h_pos[t0]; /* a span continues its cache from its first position */
+        if (n == 1) {
+            dec[nd++] = (attn_seq){kc, vc, w->pos + t0, past, t0};
+            if (nd == ATTN_DECODE_MAX_SEQS) {
+                op->attend_decode(x, dec, nd, q, k, v, att, tk, tv, w->kpos, Hq, Hkv, D, scale, window);
+                nd = 0;
+            }
+            continue;
+        }
         op->store_rows(x, kc + (size_t)past * krow, tk, k + t0 * kvrow, n, kvrow);
         op->store_rows(x, vc + (size_t)past * vrow, tv, v + t0 * kvrow, n, kvrow);
         op->attention(x, q + t0 * qrow, kc, vc, tk, tv, att + t0 * qrow, w->pos + t0, w->kpos, n, past + n, Hq, Hkv, D,
                       scale, window);
     }
+    if (nd) op->attend_decode(x, dec, nd, q, k, v, att, tk, tv, w->kpos, Hq, Hkv, D, scale, window);
 }
 
 void llama_attention(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n_spans, const rope_params *rp,

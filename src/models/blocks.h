@@ -39,7 +39,8 @@ void llama_attention(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n_
                      int window);
 
 /* Appends a pass's keys k and values v ([T][Hkv*D]) to each span's cache of block il and attends the
- * queries q ([T][Hq*D]) over it into att. */
+ * queries q ([T][Hq*D]) over it into att: the one-token spans (decode steps) through attend_decode, up to
+ * ATTN_DECODE_MAX_SEQS a call, the others span by span through store_rows and attention. */
 void blk_attend_cache(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n_spans, const float *q,
                       const float *k, const float *v, float *att, float scale, int window);
 

@@ -8,6 +8,7 @@
  *   covers: k_copy_cols k_set_cols k_gather_rows k_get_rows_f k_get_rows_q k_store_rows_f
  *   covers: k_store_rows_q8_0 k_l2_norm k_add_bias k_scale k_gdn_gates k_conv1d_silu k_moe_combine
  *   covers: k_add_gated_rows k_attention k_gdn_seq k_matmul_f
+ *   covers: k_store_rows_seqs k_attn_decode_split_seqs k_attn_decode_merge_seqs
  * (and, through the executor, gemv / quantize / attn_decode / flash_attn_prefill / gemm_q / gdn_chunk /
  * moe_route again). max_err is the number of failed checks; tol 0. The suite's table goes to stdout. */
 #include <stdio.h>

@@ -413,13 +413,22 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
     const size_t R = (size_t)c->pr.R, RK = (size_t)c->RK;
     if (plan->attn_d > 0 && plan->attn_d % 32 == 0 && plan->attn_d <= 256 && plan->attn_hq > 0 && plan->n_ctx > 0)
         c->attn_n = cuda_attn_decode_scratch(plan->n_ctx, plan->attn_hq, plan->attn_d);
+    /* the sequences of a batched decode step one attend_decode launch takes at the planned context: as many
+     * as 64 MiB of partials hold (2-3 MB a sequence on 8B-27B shapes at n_ctx >= 4096; 0.3 MB at 640), at
+     * least 16, at most CUDA_ATTN_SEQS_MAX and the pass's tokens; more of shorter sequences fit */
+    c->attn_seqs = 1;
+    if (c->attn_n > 0) {
+        const int64_t fit = ((int64_t)64 << 20) / (c->attn_n * (int64_t)sizeof(float));
+        c->attn_seqs = fit < 16 ? 16 : fit > CUDA_ATTN_SEQS_MAX ? CUDA_ATTN_SEQS_MAX : (int)fit;
+        if (c->attn_seqs > maxT) c->attn_seqs = maxT;
+    }
     if (plan->gdn_dk == 128 && plan->gdn_dv == 128 && plan->gdn_hv > 0 && maxT > 1)
         c->gdn_n = cuda_gdn_chunk_scratch(maxT, plan->gdn_hv);
     struct { void **p; size_t n; } want[] = {
         {(void **)&c->xq, RK * (size_t)K},
         {(void **)&c->ds, RK * (size_t)(K / 32) * 2 * sizeof(float)},
         {(void **)&c->xb, R * (size_t)K * 2},
-        {(void **)&c->attn, (size_t)c->attn_n * sizeof(float)},
+        {(void **)&c->attn, (size_t)c->attn_n * (size_t)c->attn_seqs * sizeof(float)},
         {(void **)&c->gdn, (size_t)c->gdn_n * sizeof(float)},
     };
     size_t total = 0;

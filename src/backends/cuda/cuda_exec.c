@@ -272,6 +272,51 @@ static void cx_attention(exec *x, const float *q, const void *k, const void *v, 
                                        c->st));
 }
 
+/* F16 caches and the split-K kernel's shapes: store, split and merge launches for as many sequences as the
+ * partials hold (kernels.h cuda_attn_decode_seqs); otherwise each sequence alone through store_rows and
+ * attention (the same path at any n, so a sequence's bits never depend on the others) */
+static void cx_store_rows(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width);
+static void cx_attend_decode(exec *x, const attn_seq *seqs, int n, const float *q, const float *k, const float *v,
+                             float *out, enum qtype tk, enum qtype tv, const int32_t *kpos, int Hq, int Hkv, int D,
+                             float scale, int window) {
+    cuda_exec *c = cx_of(x);
+    const int64_t qw = (int64_t)Hq * D, kw = (int64_t)Hkv * D;
+    const bool fast = tk == QT_F16 && tv == QT_F16 && Hkv > 0 && Hq % Hkv == 0 && Hq / Hkv <= 8 && D % 32 == 0 &&
+                      D <= 256 && c->attn_n > 0;
+    if (!fast) {
+        const size_t kb = qtype_row_bytes(tk, kw), vb = qtype_row_bytes(tv, kw);
+        for (int i = 0; i < n && !x->status; i++) {
+            const attn_seq *s = &seqs[i];
+            cx_store_rows(x, (char *)s->k + (size_t)s->pos * kb, tk, k + s->row * kw, 1, kw);
+            cx_store_rows(x, (char *)s->v + (size_t)s->pos * vb, tv, v + s->row * kw, 1, kw);
+            cx_attention(x, q + s->row * qw, s->k, s->v, tk, tv, out + s->row * qw, s->qpos, kpos, 1, s->pos + 1, Hq, Hkv,
+                         D, scale, window);
+        }
+        return;
+    }
+    OP(x, "attend_decode");
+    const int64_t room = c->attn_n * c->attn_seqs;
+    for (int i0 = 0; i0 < n && !x->status;) {
+        cuda_attn_seq g[CUDA_ATTN_SEQS_MAX];
+        int m = 0, S_max = 1;
+        while (i0 + m < n && m < CUDA_ATTN_SEQS_MAX) { /* as many as the partials hold */
+            const attn_seq *s = &seqs[i0 + m];
+            const int S = s->pos + 1 > S_max ? s->pos + 1 : S_max;
+            if ((int64_t)(m + 1) * cuda_attn_decode_scratch(S, Hq, D) > room) break;
+            g[m++] = (cuda_attn_seq){s->k, s->v, s->pos, s->row};
+            S_max = S;
+        }
+        if (!m) {
+            exec_fail(x, ERR_RANGE, "attend_decode: position %d is past the executor's planned context of %d",
+                      seqs[i0].pos, c->plan.n_ctx);
+            return;
+        }
+        RUN(x, "attend_decode", cuda_attn_decode_seqs(g, m, q, k, v, out, kpos, Hq, Hkv, D, scale, window, c->attn,
+                                                      room, c->st));
+        i0 += m;
+    }
+}
+
 static void cx_store_rows(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width) {
     cuda_exec *c = cx_of(x);
     const bool half = type == QT_F16 || type == QT_BF16;
@@ -373,6 +418,7 @@ const exec_ops cuda_exec_ops = {
     .l2_norm = cx_l2_norm,
     .attention = cx_attention,
     .store_rows = cx_store_rows,
+    .attend_decode = cx_attend_decode,
     .conv1d_silu = cx_conv1d_silu,
     .gdn_gates = cx_gdn_gates,
     .gdn = cx_gdn,

@@ -77,8 +77,10 @@ typedef struct cuda_exec {
     int xq_n;
     int64_t xq_K;
     uint16_t *xb;         /* [R][K] bf16 activations of the GEMM */
-    float *attn;          /* split-K decode attention partials */
-    int64_t attn_n;
+    float *attn;          /* split-K decode attention partials: attn_seqs sequences at the planned context */
+    int64_t attn_n;       /* floats one sequence needs at the planned context (cuda_attn_decode_scratch) */
+    int attn_seqs;        /* sequences the partials hold at the planned context (attend_decode takes more
+                           * of shorter ones in one launch) */
     float *gdn;           /* chunked GDN scratch */
     int64_t gdn_n;
     /* the CUDA graph of a small pass (cuda_graph.c) */

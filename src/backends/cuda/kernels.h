@@ -138,6 +138,22 @@ int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_t *v, float
                      const int32_t *kpos, const int32_t *n_kv, int S_max, int Hq, int Hkv, int D, float scale,
                      int window, float *scratch, cudaStream_t s);
 
+/* Batched decode attention (exec op attend_decode): n <= CUDA_ATTN_SEQS_MAX sequences, one new token each.
+ * Sequence i's key and value rows (row seqs[i].row of kn / vn, Hkv*D f32) are stored as f16 at slot
+ * seqs[i].pos of its caches k / v, then its query (row .row of q) attends over slots [0, pos] into row .row
+ * of out: three launches (store, split, merge) for all of them, the sequences passed by value. Each
+ * sequence is split as cuda_attn_decode splits S_max = pos + 1 (the same kernel code): its bits do not
+ * depend on the others. scratch: scratch_n floats, at least n * cuda_attn_decode_scratch(max pos + 1, Hq, D).
+ * Conditions as cuda_attn_decode. */
+#define CUDA_ATTN_SEQS_MAX 64
+typedef struct cuda_attn_seq {
+    uint16_t *k, *v;
+    int32_t pos, row;
+} cuda_attn_seq;
+int cuda_attn_decode_seqs(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn,
+                          float *out, const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window,
+                          float *scratch, int64_t scratch_n, cudaStream_t s);
+
 /* --- Gated DeltaNet decode step (kernels/gdn_step.cu), one token, the whole block from the projections
  * to the gated norm in one kernel: conv1d step with state + SiLU, l2 norm of q (times Dk^-1/2) and k,
  * gates g = ssm_a * softplus(alpha + dt_bias) and beta = sigmoid(beta_raw), the delta-rule update of S,

@@ -16,17 +16,17 @@
 #define ATTN_WARPS 4
 #define ATTN_MAX_G 8
 
+/* block (kvh = blockIdx.x, sp) of one sequence's split pass: n_kv cached positions, the query at qpos */
 template <int DL>
-__global__ void __launch_bounds__(32 * ATTN_WARPS)
-    k_attn_decode_split(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
-                        const int32_t *__restrict__ qpos_p, const int32_t *__restrict__ kpos,
-                        const int32_t *__restrict__ n_kv_p, int n_kv_val, int Hkv, int G, float scale, int window,
-                        int chunk, float *__restrict__ part) {
+static __device__ __forceinline__ void attn_split(const float *__restrict__ q, const __half *__restrict__ k,
+                                                  const __half *__restrict__ v, int qpos,
+                                                  const int32_t *__restrict__ kpos, int n_kv, int sp, int Hkv, int G,
+                                                  float scale, int window, int chunk, float *__restrict__ part) {
     constexpr int D = 32 * DL;
     __shared__ float sm[ATTN_WARPS][ATTN_MAX_G], sl[ATTN_WARPS][ATTN_MAX_G];
     __shared__ float so[ATTN_WARPS][ATTN_MAX_G][D];
-    const int kvh = blockIdx.x, sp = blockIdx.y, n_split = gridDim.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int Hq = Hkv * G, n_kv = n_kv_p ? *n_kv_p : n_kv_val, qpos = *qpos_p;
+    const int kvh = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int Hq = Hkv * G;
     float qv[ATTN_MAX_G][DL], acc[ATTN_MAX_G][DL], m[ATTN_MAX_G], l[ATTN_MAX_G];
 #pragma unroll
     for (int g = 0; g < ATTN_MAX_G; g++) {
@@ -95,12 +95,61 @@ __global__ void __launch_bounds__(32 * ATTN_WARPS)
         pr[2 + d] = o;
         if (d == 0) pr[0] = M, pr[1] = L;
     }
-    (void)n_split;
 }
 
-__global__ void k_attn_decode_merge(const float *__restrict__ part, float *__restrict__ out, int Hq, int D,
-                                    int n_split) {
-    const int h = blockIdx.x;
+template <int DL>
+__global__ void __launch_bounds__(32 * ATTN_WARPS)
+    k_attn_decode_split(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
+                        const int32_t *__restrict__ qpos_p, const int32_t *__restrict__ kpos,
+                        const int32_t *__restrict__ n_kv_p, int n_kv_val, int Hkv, int G, float scale, int window,
+                        int chunk, float *__restrict__ part) {
+    attn_split<DL>(q, k, v, *qpos_p, kpos, n_kv_p ? *n_kv_p : n_kv_val, blockIdx.y, Hkv, G, scale, window, chunk, part);
+}
+
+/* chunks of 32 positions (8 per warp, 4 steps of 2) up to 128 chunks, then longer chunks. Short chunks
+ * keep each warp's chain of dependent loads short (S = 1000: 2x faster than chunks of 128 on the H200);
+ * more than 128 chunks made the merge, one block per head, the bottleneck (S = 32768: 2.5x slower). */
+static __host__ __device__ int n_splits(int S_max) {
+    int n = (S_max + 31) / 32;
+    return n < 1 ? 1 : n > 128 ? 128 : n;
+}
+
+/* sequences of a batched decode step, by value (kernel parameter space: no upload, and a captured graph's
+ * update carries new values) */
+struct attn_seqs {
+    cuda_attn_seq s[CUDA_ATTN_SEQS_MAX];
+};
+
+/* the split pass of sequence blockIdx.z: its own caches, length pos + 1 and chunking (n_splits of that
+ * length, as a launch for it alone would choose); grid y covers the longest, shorter ones stop early. The
+ * new K/V rows are already stored (k_store_rows_seqs). Partials at part + z * pstride. */
+template <int DL>
+__global__ void __launch_bounds__(32 * ATTN_WARPS)
+    k_attn_decode_split_seqs(const attn_seqs P, const float *__restrict__ q, const int32_t *__restrict__ kpos,
+                             int Hkv, int G, float scale, int window, int64_t pstride, float *__restrict__ part) {
+    const cuda_attn_seq a = P.s[blockIdx.z];
+    const int S = a.pos + 1, ns = n_splits(S), chunk = (S + ns - 1) / ns;
+    if ((int)blockIdx.y >= ns) return;
+    const int D = 32 * DL;
+    attn_split<DL>(q + (size_t)a.row * Hkv * G * D, (const __half *)a.k, (const __half *)a.v, a.pos, kpos, S,
+                   blockIdx.y, Hkv, G, scale, window, chunk, part + blockIdx.z * pstride);
+}
+
+/* the new key and value rows of each sequence (rows s.row of kn / vn, width values) as f16 at slot s.pos
+ * of its caches: grid (x: 2 * width values, y: sequence) */
+__global__ void k_store_rows_seqs(const attn_seqs P, const float *__restrict__ kn, const float *__restrict__ vn,
+                                  int width) {
+    const cuda_attn_seq a = P.s[blockIdx.y];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 2 * width; i += gridDim.x * blockDim.x) {
+        const bool isk = i < width;
+        const int j = isk ? i : i - width;
+        uint16_t *dst = (isk ? a.k : a.v) + (size_t)a.pos * width + j;
+        *(__half *)dst = __float2half_rn((isk ? kn : vn)[(size_t)a.row * width + j]);
+    }
+}
+
+static __device__ __forceinline__ void attn_merge(const float *__restrict__ part, float *__restrict__ out, int h,
+                                                  int Hq, int D, int n_split) {
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float M = -INFINITY;
 #pragma unroll 8
@@ -118,12 +167,16 @@ __global__ void k_attn_decode_merge(const float *__restrict__ part, float *__res
     }
 }
 
-/* chunks of 32 positions (8 per warp, 4 steps of 2) up to 128 chunks, then longer chunks. Short chunks
- * keep each warp's chain of dependent loads short (S = 1000: 2x faster than chunks of 128 on the H200);
- * more than 128 chunks made the merge, one block per head, the bottleneck (S = 32768: 2.5x slower). */
-static int n_splits(int S_max) {
-    int n = (S_max + 31) / 32;
-    return n < 1 ? 1 : n > 128 ? 128 : n;
+__global__ void k_attn_decode_merge(const float *__restrict__ part, float *__restrict__ out, int Hq, int D,
+                                    int n_split) {
+    attn_merge(part, out, blockIdx.x, Hq, D, n_split);
+}
+
+/* grid (Hq, sequence) */
+__global__ void k_attn_decode_merge_seqs(const attn_seqs P, const float *__restrict__ part, float *__restrict__ out,
+                                         int Hq, int D, int64_t pstride) {
+    const cuda_attn_seq a = P.s[blockIdx.y];
+    attn_merge(part + blockIdx.y * pstride, out + (size_t)a.row * Hq * D, blockIdx.x, Hq, D, n_splits(a.pos + 1));
 }
 
 extern "C" int64_t cuda_attn_decode_scratch(int S_max, int Hq, int D) {
@@ -151,5 +204,39 @@ extern "C" int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_
     int rc = launch_status();
     if (rc) return rc;
     k_attn_decode_merge<<<Hq, D, 0, s>>>(scratch, out, Hq, D, ns);
+    return launch_status();
+}
+
+extern "C" int cuda_attn_decode_seqs(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn,
+                                     float *out, const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window,
+                                     float *scratch, int64_t scratch_n, cudaStream_t s) {
+    if (!seqs || n < 1 || n > CUDA_ATTN_SEQS_MAX || !q || !kn || !vn || !out || !kpos || !scratch || Hkv < 1 ||
+        Hq % Hkv || Hq / Hkv > ATTN_MAX_G || D % 32 || D < 32 || D > 256 || window < 0)
+        return CUDA_KERR_ARGS;
+    attn_seqs P;
+    int S_max = 1;
+    for (int i = 0; i < n; i++) {
+        if (!seqs[i].k || !seqs[i].v || seqs[i].pos < 0 || seqs[i].row < 0) return CUDA_KERR_ARGS;
+        P.s[i] = seqs[i];
+        S_max = seqs[i].pos + 1 > S_max ? seqs[i].pos + 1 : S_max;
+    }
+    const int64_t pstride = cuda_attn_decode_scratch(S_max, Hq, D);
+    if (pstride * n > scratch_n) return CUDA_KERR_ARGS;
+    const int width = Hkv * D, G = Hq / Hkv;
+    k_store_rows_seqs<<<dim3((unsigned)((2 * width + 255) / 256), (unsigned)n), 256, 0, s>>>(P, kn, vn, width);
+    int rc = launch_status();
+    if (rc) return rc;
+    dim3 grid(Hkv, n_splits(S_max), n);
+    switch (D / 32) {
+#define ATTN_CASE(DL)                                                                                          \
+    case DL:                                                                                                   \
+        k_attn_decode_split_seqs<DL><<<grid, 32 * ATTN_WARPS, 0, s>>>(P, q, kpos, Hkv, G, scale, window, pstride, \
+                                                                      scratch);                                \
+        break;
+        ATTN_CASE(1) ATTN_CASE(2) ATTN_CASE(3) ATTN_CASE(4) ATTN_CASE(5) ATTN_CASE(6) ATTN_CASE(7) ATTN_CASE(8)
+#undef ATTN_CASE
+    }
+    if ((rc = launch_status())) return rc;
+    k_attn_decode_merge_seqs<<<dim3(Hq, n), D, 0, s>>>(P, scratch, out, Hq, D, pstride);
     return launch_status();
 }
