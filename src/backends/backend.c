@@ -16,6 +16,20 @@ int exec_fail(exec *x, int code, const char *fmt, ...) {
     return x->status;
 }
 
+void attend_decode_each(exec *x, const attn_seq *seqs, int n, const float *q, const float *k, const float *v,
+                        float *out, enum qtype tk, enum qtype tv, const int32_t *kpos, int Hq, int Hkv, int D,
+                        float scale, int window) {
+    const int64_t qw = (int64_t)Hq * D, kw = (int64_t)Hkv * D;
+    const size_t kb = qtype_row_bytes(tk, kw), vb = qtype_row_bytes(tv, kw);
+    for (int i = 0; i < n && !x->status; i++) {
+        const attn_seq *s = &seqs[i];
+        x->ops->store_rows(x, (char *)s->k + (size_t)s->pos * kb, tk, k + s->row * kw, 1, kw);
+        x->ops->store_rows(x, (char *)s->v + (size_t)s->pos * vb, tv, v + s->row * kw, 1, kw);
+        x->ops->attention(x, q + s->row * qw, s->k, s->v, tk, tv, out + s->row * qw, s->qpos, kpos, 1, s->pos + 1, Hq,
+                          Hkv, D, scale, window);
+    }
+}
+
 int exec_status(exec *x, err *e) {
     int rc = x->status;
     if (!rc) return 0;

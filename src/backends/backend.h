@@ -267,6 +267,13 @@ void pass_rows_begin(exec *x, pass_rows *p, const pass_span *spans, int n_spans)
  * failure recorded in x, where the rows are not the pass's. */
 bool pass_rows_family(exec *x, const pass_rows *p, const char *name, int T, mm_rows rows, const uint8_t **fam);
 
+/* attend_decode the plain way: each sequence alone through the executor's own store_rows (key, value) and
+ * attention (T = 1). The CPU's attend_decode; a GPU's for the caches and shapes its batched kernels do
+ * not take. */
+void attend_decode_each(exec *x, const attn_seq *seqs, int n, const float *q, const float *k, const float *v,
+                        float *out, enum qtype tk, enum qtype tv, const int32_t *kpos, int Hq, int Hkv, int D,
+                        float scale, int window);
+
 /* Whether attention / store_rows take caches of type t on this device (and, for a block type, rows of
  * width D: whole blocks). */
 bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D);

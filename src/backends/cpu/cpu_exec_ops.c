@@ -143,21 +143,6 @@ static void cpu_store_rows(exec *x, void *dst, enum qtype type, const float *src
     for (int64_t r = 0; r < rows; r++) from(src + r * width, (char *)dst + (size_t)r * rb, width);
 }
 
-/* each sequence alone, as the engine would call store_rows and attention for it */
-static void cpu_attend_decode(exec *x, const attn_seq *seqs, int n, const float *q, const float *k, const float *v,
-                              float *out, enum qtype tk, enum qtype tv, const int32_t *kpos, int Hq, int Hkv, int D,
-                              float scale, int window) {
-    const int64_t qw = (int64_t)Hq * D, kw = (int64_t)Hkv * D;
-    const size_t kb = qtype_row_bytes(tk, kw), vb = qtype_row_bytes(tv, kw);
-    for (int i = 0; i < n && !x->status; i++) {
-        const attn_seq *s = &seqs[i];
-        cpu_store_rows(x, (char *)s->k + (size_t)s->pos * kb, tk, k + s->row * kw, 1, kw);
-        cpu_store_rows(x, (char *)s->v + (size_t)s->pos * vb, tv, v + s->row * kw, 1, kw);
-        cpu_attention_op(x, q + s->row * qw, s->k, s->v, tk, tv, out + s->row * qw, s->qpos, kpos, 1, s->pos + 1, Hq,
-                         Hkv, D, scale, window);
-    }
-}
-
 static void cpu_conv1d_silu_op(exec *x, const float *in, float *state, const weight *w, float *y, int T, int Ch, int K) {
     OP(x);
     if (cpu_conv1d_silu(cpu_of(x)->pool, in, state, (const float *)w->data, y, T, Ch, K))
@@ -266,7 +251,7 @@ const exec_ops cpu_exec_ops = {
     .l2_norm = cpu_l2_norm,
     .attention = cpu_attention_op,
     .store_rows = cpu_store_rows,
-    .attend_decode = cpu_attend_decode,
+    .attend_decode = attend_decode_each, /* backend.c: store_rows and attention a sequence at a time */
     .conv1d_silu = cpu_conv1d_silu_op,
     .gdn_gates = cpu_gdn_gates,
     .gdn = cpu_gdn_op,

@@ -274,24 +274,15 @@ static void cx_attention(exec *x, const float *q, const void *k, const void *v, 
 
 /* F16 caches and the split-K kernel's shapes: store, split and merge launches for as many sequences as the
  * partials hold (kernels.h cuda_attn_decode_seqs); otherwise each sequence alone through store_rows and
- * attention (the same path at any n, so a sequence's bits never depend on the others) */
-static void cx_store_rows(exec *x, void *dst, enum qtype type, const float *src, int64_t rows, int64_t width);
+ * attention (attend_decode_each, backend.c; the same path at any n, so a sequence's bits never depend on
+ * the others) */
 static void cx_attend_decode(exec *x, const attn_seq *seqs, int n, const float *q, const float *k, const float *v,
                              float *out, enum qtype tk, enum qtype tv, const int32_t *kpos, int Hq, int Hkv, int D,
                              float scale, int window) {
     cuda_exec *c = cx_of(x);
-    const int64_t qw = (int64_t)Hq * D, kw = (int64_t)Hkv * D;
-    const bool fast = tk == QT_F16 && tv == QT_F16 && Hkv > 0 && Hq % Hkv == 0 && Hq / Hkv <= 8 && D % 32 == 0 &&
-                      D <= 256 && c->attn_n > 0;
-    if (!fast) {
-        const size_t kb = qtype_row_bytes(tk, kw), vb = qtype_row_bytes(tv, kw);
-        for (int i = 0; i < n && !x->status; i++) {
-            const attn_seq *s = &seqs[i];
-            cx_store_rows(x, (char *)s->k + (size_t)s->pos * kb, tk, k + s->row * kw, 1, kw);
-            cx_store_rows(x, (char *)s->v + (size_t)s->pos * vb, tv, v + s->row * kw, 1, kw);
-            cx_attention(x, q + s->row * qw, s->k, s->v, tk, tv, out + s->row * qw, s->qpos, kpos, 1, s->pos + 1, Hq, Hkv,
-                         D, scale, window);
-        }
+    if (!(tk == QT_F16 && tv == QT_F16 && Hkv > 0 && Hq % Hkv == 0 && Hq / Hkv <= 8 && D % 32 == 0 && D <= 256 &&
+          c->attn_n > 0)) {
+        attend_decode_each(x, seqs, n, q, k, v, out, tk, tv, kpos, Hq, Hkv, D, scale, window);
         return;
     }
     OP(x, "attend_decode");

@@ -288,15 +288,22 @@ static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float 
 template <enum qtype TYPE, int T>
 static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                      const gemv_experts *ex, cudaStream_t s) {
-    if constexpr (T == 1) {
-        const gemv_shape g = gemv_env<1>();
+    if constexpr (T == 1 || T == 8) {
+        const gemv_shape g = gemv_env<T>(); /* R = 8 only at T = 1 (gemv_env refuses it at T = 8) */
         switch (g.R) {
-        case 1: launch_1r<TYPE, 1, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
-        case 2: launch_1r<TYPE, 1, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
-        case 4: launch_1r<TYPE, 1, 4>(W, nW, xq, ds, y, res, ex, s, g); return;
-        case 8: launch_1r<TYPE, 1, 8>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 1: launch_1r<TYPE, T, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 2: launch_1r<TYPE, T, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 4: launch_1r<TYPE, T, 4>(W, nW, xq, ds, y, res, ex, s, g); return;
+        case 8:
+            if constexpr (T == 1) {
+                launch_1r<TYPE, 1, 8>(W, nW, xq, ds, y, res, ex, s, g);
+                return;
+            }
+            break;
         default: break;
         }
+    }
+    if constexpr (T == 1) {
         /* rows of K >= 4096: 4 warps split each row (one unit a lane per step) and a block takes 8 rows
          * (2 above K = 16384), which loads each activation unit once for 8 rows. Sweep on the H200
          * (docs/cuda.md "T = 1 shapes"): 1.05-1.47x the GB/s of one row a block on 12 of 13 layer shapes
@@ -305,15 +312,6 @@ static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *
             if (W->K > 16384) launch_r<TYPE, 1, 2, 1>(W, nW, xq, ds, y, res, ex, s, 4);
             else launch_r<TYPE, 1, 8, 1>(W, nW, xq, ds, y, res, ex, s, 4);
             return;
-        }
-    }
-    if constexpr (T == 8) {
-        const gemv_shape g = gemv_env<8>();
-        switch (g.R) {
-        case 1: launch_1r<TYPE, 8, 1>(W, nW, xq, ds, y, res, ex, s, g); return;
-        case 2: launch_1r<TYPE, 8, 2>(W, nW, xq, ds, y, res, ex, s, g); return;
-        case 4: launch_1r<TYPE, 8, 4>(W, nW, xq, ds, y, res, ex, s, g); return;
-        default: break;
         }
     }
     if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, nW, xq, ds, y, res, ex, s);

@@ -1,0 +1,201 @@
+/* conformance_matmul: the conformance cases of matmul, get_rows and matmul_experts over every weight
+ * type, included by src/backends/conformance.c after its helpers (randn, upf, down, expect, make_weight,
+ * the executor X). Tolerance: per output element, an error model of the activations' rounding to the
+ * type's vec_dot input (expect_matmul); get_rows exact. */
+
+static void dequant(const weight *w, const void *data, int64_t rows, float *out) {
+    const quant_ops *q = quant_ops_get(w->type, QUANT_ISA_SCALAR);
+    const size_t rb = qtype_row_bytes(w->type, w->ne[0]);
+    for (int64_t i = 0; i < rows; i++) q->to_float((const char *)data + (size_t)i * rb, out + i * w->ne[0], w->ne[0]);
+}
+
+/* rounding bound of each activation value and whether blocks carry an f16 scale (see the header) */
+static int act_delta(enum qtype vt, const float *x, int64_t K, double *delta) {
+    int blk = vt == QT_Q8_K ? 256 : 32;
+    for (int64_t b = 0; b < K; b += blk) {
+        double amax = 0;
+        for (int64_t i = b; i < b + blk && i < K; i++) amax = fabs(x[i]) > amax ? fabs(x[i]) : amax;
+        for (int64_t i = b; i < b + blk && i < K; i++) {
+            switch (vt) {
+            case QT_F32: delta[i] = 0; break;
+            case QT_F16: delta[i] = fabs(x[i]) * 0x1p-11; break;
+            case QT_BF16: delta[i] = fabs(x[i]) * 0x1p-8; break;
+            default: delta[i] = amax / 254.0; break; /* half a step of amax / 127 */
+            }
+        }
+    }
+    return vt == QT_Q8_0 || vt == QT_Q8_1 ? 32 : 0; /* q8_K's scale is an f32 */
+}
+
+/* y[t][n] vs rows of wd (dequantized, [N][K]) . x[t]: per-element bound */
+static void expect_matmul(const char *op, const char *what, enum qtype wt, const float *got, const float *wd,
+                          const float *x, const int32_t *xrow, int T, int64_t N, int64_t K, const int32_t *wrow0) {
+    tested(op);
+    const enum qtype vt = quant_ops_get(wt, QUANT_ISA_SCALAR)->vec_dot_type;
+    double *delta = malloc(sizeof(double) * (size_t)K), worst = 0;
+    bool ok = true;
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (int64_t)xrow[t] * K;
+        const int sblk = act_delta(vt, xt, K, delta);
+        for (int64_t n = 0; n < N; n++) {
+            const float *w = wd + ((int64_t)(wrow0 ? wrow0[t] : 0) * N + n) * K;
+            double ref = 0, var = 0, mag = 0, corr = 0, part = 0;
+            for (int64_t i = 0; i < K; i++) {
+                ref += (double)w[i] * xt[i];
+                part += (double)w[i] * xt[i];
+                var += (double)w[i] * w[i] * delta[i] * delta[i] / 3;
+                mag += fabs((double)w[i] * xt[i]);
+                if (sblk && (i + 1) % sblk == 0) corr += fabs(part) * 0x1p-11, part = 0;
+            }
+            const double b = 6 * sqrt(var) + corr + (double)K * 0x1p-22 * mag + 1e-30;
+            double d = fabs(got[(int64_t)t * N + n] - ref);
+            if (!(d <= b)) ok = false;
+            worst = d / b > worst ? d / b : worst;
+        }
+    }
+    printf("| %s | %s | %s | %.2f of bound | 1 |\n", device_name, op, what, worst);
+    CHECKF(ok, "%s %s %s: an element is %.2f x its error bound", device_name, op, what, worst);
+    free(delta);
+}
+
+/* ---------------------------------------------------------------- matmuls over every type */
+
+static void check_matmuls(rng *r) {
+    const int64_t K = 768, N = 37, E = 3;
+    const int TK = 2, TE = 40;
+    int n_types = 0;
+    for (int ti = 0; ti < QT_COUNT; ti++) {
+        enum qtype t = (enum qtype)ti;
+        const quant_ops *sq = quant_ops_get(t, QUANT_ISA_SCALAR);
+        if (!qtype_get((uint32_t)t) || !sq || !sq->to_float || !sq->vec_dot || t == QT_Q8_K || t == QT_Q8_1) continue;
+        const char *name = qtype_get((uint32_t)t)->name;
+        weight w, we;
+        void *data, *edata;
+        gguf_tensor gt, gte;
+        if (!make_weight(r, t, K, N, 1, &w, &data, &gt)) {
+            printf("| %s | matmul | %s | not generated or not accepted | - |\n", device_name, name);
+            continue;
+        }
+        n_types++;
+        float *wd = malloc(sizeof(float) * (size_t)(K * N * E));
+        dequant(&w, data, N, wd);
+        int32_t idx[64];
+        for (int i = 0; i < 64; i++) idx[i] = i;
+        /* row-by-row (5 tokens), bulk (one span of 19), output rows, no structure */
+        const int Ts[2] = {5, 19};
+        for (int k = 0; k < 2; k++) {
+            int T = Ts[k];
+            float *x = randn(r, T * K, 1), *dx = upf(x, T * K), *dy = upf(NULL, T * N);
+            pass_span ps = {T, 3};
+            X->ops->begin_pass(X, &ps, 1);
+            char what[64];
+            X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
+            float *y = down(dy, T * N);
+            snprintf(what, sizeof what, "%s, pass of %d", name, T);
+            expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
+            X->ops->matmul(X, &w, 0, dx, dy, 3, (mm_rows){MM_OUT, 0});
+            free(y);
+            y = down(dy, 3 * N);
+            snprintf(what, sizeof what, "%s, 3 output rows of %d", name, T);
+            expect_matmul("matmul", what, t, y, wd, x, idx, 3, N, K, NULL);
+            X->ops->matmul(X, &w, 0, dx, dy, T, (mm_rows){MM_ROWWISE, 0});
+            free(y);
+            y = down(dy, T * N);
+            snprintf(what, sizeof what, "%s, %d unstructured rows", name, T);
+            expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
+            /* the input rewritten in place between two matmuls of one pass: the second must see the new
+             * values (a backend that keeps its quantized copy of an input must notice the write) */
+            X->ops->begin_pass(X, &ps, 1);
+            X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
+            X->ops->scale(X, dx, -3.0f, T * K);
+            X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
+            free(y);
+            y = down(dy, T * N);
+            for (int64_t i = 0; i < T * K; i++) x[i] *= -3.0f;
+            snprintf(what, sizeof what, "%s, %d rows after their input changed", name, T);
+            expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
+            free(x), free(y);
+        }
+        /* an even row count and one span of 19 (a GPU's tensor-core GEMM takes these shapes; the bound is
+         * the same: bf16 activations and weights round by at most 2^-8 relative, under half a q8 step of
+         * the block's amax for all but the largest values) */
+        {
+            weight w2;
+            void *d2;
+            gguf_tensor g2;
+            if (make_weight(r, t, K, 38, 1, &w2, &d2, &g2)) {
+                float *wd2 = malloc(sizeof(float) * (size_t)(K * 38));
+                dequant(&w2, d2, 38, wd2);
+                float *x = randn(r, 19 * K, 1), *dx = upf(x, 19 * K), *dy = upf(NULL, 19 * 38);
+                pass_span ps = {19, 19};
+                X->ops->begin_pass(X, &ps, 1);
+                X->ops->matmul(X, &w2, 0, dx, dy, 19, MM_ROWS_PASS);
+                float *y = down(dy, 19 * 38);
+                char what[64];
+                snprintf(what, sizeof what, "%s, 38 rows, pass of 19", name);
+                expect_matmul("matmul", what, t, y, wd2, x, idx, 19, 38, K, NULL);
+                free(x), free(y), free(wd2), free(d2);
+            }
+        }
+        /* float weights with K % 4 != 0, 3 rows (a GPU's 4-values-a-load kernel needs K % 4 == 0: its other
+         * kernel) */
+        if (t == QT_F32 || t == QT_F16 || t == QT_BF16) {
+            weight w3;
+            void *d3;
+            gguf_tensor g3;
+            const int64_t K3 = 90, N3 = 5;
+            if (make_weight(r, t, K3, N3, 1, &w3, &d3, &g3)) {
+                float *wd3 = malloc(sizeof(float) * (size_t)(K3 * N3));
+                dequant(&w3, d3, N3, wd3);
+                float *x = randn(r, 3 * K3, 1), *dx = upf(x, 3 * K3), *dy = upf(NULL, 3 * N3);
+                pass_span ps = {3, 1};
+                X->ops->begin_pass(X, &ps, 1);
+                X->ops->matmul(X, &w3, 0, dx, dy, 3, MM_ROWS_PASS);
+                float *y = down(dy, 3 * N3);
+                char what[64];
+                snprintf(what, sizeof what, "%s, K = %d, pass of 3", name, (int)K3);
+                expect_matmul("matmul", what, t, y, wd3, x, idx, 3, N3, K3, NULL);
+                free(x), free(y), free(wd3), free(d3);
+            }
+        }
+        /* get_rows: exact dequantization */
+        {
+            int32_t ids[4] = {36, 0, 17, 5};
+            int32_t *dids = up(ids, sizeof ids);
+            float *dy = upf(NULL, 4 * K);
+            X->ops->get_rows(X, &w, dids, dy, 4);
+            float *y = down(dy, 4 * K), *ref = malloc(sizeof(float) * 4 * (size_t)K);
+            for (int i = 0; i < 4; i++) memcpy(ref + i * K, wd + ids[i] * K, sizeof(float) * (size_t)K);
+            char what[64];
+            snprintf(what, sizeof what, "%s", name);
+            expect("get_rows", what, y, ref, 4 * K, 0);
+            free(y), free(ref);
+        }
+        /* the grouped expert matmul: 40 tokens, 2 of 3 experts each (rows per expert >= 16: bulk) */
+        if (make_weight(r, t, K, N, E, &we, &edata, &gte)) {
+            dequant(&we, edata, N * E, wd);
+            int32_t sel[TE * TK], wrow[TE * TK], xr[TE * TK];
+            for (int i = 0; i < TE; i++) {
+                sel[i * TK] = i % 3;
+                sel[i * TK + 1] = (i + 1 + i / 7) % 3 == i % 3 ? (i + 2) % 3 : (i + 1 + i / 7) % 3;
+            }
+            int32_t *dsel = up(sel, sizeof sel);
+            float *x = randn(r, TE * TK * K, 1), *dx = upf(x, TE * TK * K), *dy = upf(NULL, TE * TK * N);
+            pass_span ps = {TE, 1};
+            X->ops->begin_pass(X, &ps, 1);
+            for (int per_slot = 0; per_slot < 2; per_slot++) {
+                X->ops->matmul_experts(X, &we, dsel, TK, dx, per_slot, dy, TE);
+                float *y = down(dy, TE * TK * N);
+                for (int i = 0; i < TE * TK; i++) wrow[i] = sel[i], xr[i] = per_slot ? i : i / TK;
+                char what[64];
+                snprintf(what, sizeof what, "%s, %d tokens x %d of %d, input per %s", name, TE, TK, (int)E,
+                         per_slot ? "slot" : "token");
+                expect_matmul("matmul_experts", what, t, y, wd, x, xr, TE * TK, N, K, wrow);
+                free(y);
+            }
+            free(x), free(edata);
+        }
+        free(wd), free(data);
+    }
+    CHECKF(n_types >= 10, "the matmuls ran %d weight types", n_types);
+}
