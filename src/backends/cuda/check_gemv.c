@@ -1,6 +1,6 @@
 /* check_gemv: conformance cases of the q8_1 quantizer (kernels/quantize.cu) and the quantized GEMV
  * (kernels/gemv.cu).
- *   covers: k_quantize_q8_1 k_gemv_q
+ *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma
  *
  * GEMV error model. The GPU computes, per output, a float sum over the K/32 units of
  *     term_u = a_u * (dx_u * isum_u) + b_u * sx_u

@@ -47,8 +47,10 @@ typedef struct cuda_qmat {
     const void *qs, *hi, *meta;
 } cuda_qmat;
 /* y[T][N] = x[T][K] . W^T for 1 <= T <= CUDA_GEMV_BATCH_MAX activation rows given as q8_1 (xq, ds); above
- * 8 rows W is read from memory once for every chunk of 8 (batched decode). A row's result is bit for bit
- * the same at every T (the batch invariant): which lane sums which of its units depends on K only. */
+ * 8 rows (batched decode) the integer products come from tensor cores (k_gemv_mma; LLM170_CUDA_GEMV_BATCH=chunks:
+ * the 8-row kernel over chunks of 8, W read from memory once). A row's result is bit for bit the same at
+ * every T (the batch invariant): which lane sums which of its units depends on K only, and the tensor-core
+ * form sums in that order. */
 #define CUDA_GEMV_BATCH_MAX 4096
 int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s);
 /* the same, and res[T][N] += y in the same launch (a residual add fused into the projection before it) */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/gemv_unpack.h"
@@ -212,6 +213,170 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     }
 }
 
+/* ---------------------------------------------------------------- many rows: tensor cores, one-row bits
+ *
+ * A batched decode step (more than 8 rows) on the chunked k_gemv_q spends ~8x a row's time on the integer
+ * products (H200, 8B at 64 rows: 184 us against 27 us for 8). k_gemv_mma takes the products from int8
+ * tensor cores (m16n8k32: 16 weight rows x 8 activation rows x one 32-value unit, exact int32) and then
+ * does k_gemv_q's float work for each (row, activation row) in k_gemv_q's order, so every output is the
+ * bits of the one-row launch (the batch invariant; cuda-check compares each row of a T-row launch with a
+ * one-row launch). That order, for K/32 = U units and WPR = (U >= 128 ? 4 : 1) warps a row:
+ *   leaf (w, l)  = sum over i of p(w * 32 + l + i * 32 * WPR), in i order from 0.0f   (lane l of warp w)
+ *   W_w          = the xor butterfly over the 32 leaves (pairs l, l ^ 16; then ^ 8, ^ 4, ^ 2, ^ 1)
+ *   y            = ((W_0 + W_1) + W_2) + W_3
+ * with p(u) = a * (dx * isum) [+ b * dy] as in k_gemv_q. A warp of k_gemv_mma visits the leaves in
+ * bit-reversed lane order (0, 16, 8, 24, ...), in which the butterfly's pairs are neighbours: a binary
+ * counter of partial sums (5 levels, in shared memory) builds the same tree. Block: 4 warps over 16 weight
+ * rows, each warp 16 activation rows (two n-tiles of 8); grid x: 16-row tiles, y: 64 activation rows. */
+#define GEMV_MMA_TW 2 /* n-tiles of 8 activation rows a warp */
+
+/* d[0..3] = A (16 x 32 s8, rows) . B (32 x 8 s8, columns), exact int32; d0/d1: row g, columns 2c / 2c+1,
+ * d2/d3: row g + 8 (g = lane / 4, c = lane % 4). a0 / a1: rows g / g + 8, values 4c..4c+3; a2 / a3: values
+ * 16 + 4c..; b0: values 4c.. of column g; b1: 16 + 4c.. */
+static __device__ __forceinline__ void mma_k32(int *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                               uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%10, %10, %10, %10};\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+
+/* the same over 16 values: a0 / a1 rows g / g + 8, b0 column g (Q6_K scales each half of a unit) */
+static __device__ __forceinline__ void mma_k16(int *d, uint32_t a0, uint32_t a1, uint32_t b0) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%7, %7, %7, %7};\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+}
+
+/* this lane's A words of unit u of row r: lane words c (w[0]) and c + 4 (w[1]) */
+template <enum qtype TYPE>
+static __device__ __forceinline__ void mma_a_words(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,
+                                                   size_t r, int U, int u, int c, uint32_t *w) {
+    const size_t unit = r * (size_t)U + (size_t)u;
+    uint32_t q0, q1, h[2] = {0, 0};
+    if (TYPE == QT_Q8_0) {
+        const uint32_t *p = (const uint32_t *)(qs + unit * 32);
+        q0 = __ldg(p + c), q1 = __ldg(p + c + 4);
+    } else {
+        q0 = q1 = __ldg((const uint32_t *)(qs + unit * 16) + c);
+    }
+    if (TYPE == QT_Q5_0 || TYPE == QT_Q5_K) h[0] = __ldg((const uint32_t *)(hi + unit * 4));
+    if (TYPE == QT_Q6_K) {
+        const uint2 b = __ldg((const uint2 *)(hi + unit * 8));
+        h[0] = b.x, h[1] = b.y;
+    }
+    w[0] = gemv_unpack_word(TYPE, q0, h, c);
+    w[1] = gemv_unpack_word(TYPE, q1, h, c + 4);
+}
+
+template <enum qtype TYPE>
+__global__ void __launch_bounds__(128)
+    k_gemv_mma(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi, const uint8_t *__restrict__ meta,
+               const int8_t *__restrict__ xq, const float2 *__restrict__ ds, float *__restrict__ y,
+               float *__restrict__ res, int N, int K, int nt) {
+    constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
+    constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE), TW = GEMV_MMA_TW;
+    /* the binary counter's partial sums: [level][warp][value][lane] */
+    __shared__ float stk[5][4][TW * 4][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
+    const int U = K / 32, WPR = U >= 128 ? 4 : 1, stride = 32 * WPR;
+    const int row0 = (int)blockIdx.x * 16, t0 = (int)blockIdx.y * 64 + warp * 8 * TW;
+    if (t0 >= nt) return; /* uniform over the warp; warps share no barrier */
+    const size_t rr[2] = {(size_t)min(row0 + g, N - 1), (size_t)min(row0 + g + 8, N - 1)}; /* rows past N repeat */
+    int tb[TW], tcol[TW][2]; /* activation rows of this lane's B column and C columns (past nt: the last) */
+#pragma unroll
+    for (int j = 0; j < TW; j++) {
+        tb[j] = min(t0 + 8 * j + g, nt - 1);
+        tcol[j][0] = min(t0 + 8 * j + 2 * c, nt - 1);
+        tcol[j][1] = min(t0 + 8 * j + 2 * c + 1, nt - 1);
+    }
+    float S[TW][4];
+    for (int w = 0; w < WPR; w++) {
+        for (int jl = 0; jl < 32; jl++) {
+            const int l = (int)(__brev((unsigned)jl) >> 27); /* bit-reversed: the butterfly's pairs adjacent */
+            float leaf[TW][4];
+#pragma unroll
+            for (int j = 0; j < TW; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) leaf[j][e] = 0.0f;
+            for (int u = w * 32 + l; u < U; u += stride) {
+                uint32_t wa[2], wb[2];
+                mma_a_words<TYPE>(qs, hi, rr[0], U, u, c, wa);
+                mma_a_words<TYPE>(qs, hi, rr[1], U, u, c, wb);
+                gemv_scale sc[2];
+#pragma unroll
+                for (int r = 0; r < 2; r++) sc[r] = gemv_unit_scale(TYPE, meta + (rr[r] * (size_t)(U / G) + u / G) * MB, u % G);
+#pragma unroll
+                for (int j = 0; j < TW; j++) {
+                    const uint32_t *xp = (const uint32_t *)(xq + (size_t)tb[j] * K + (size_t)u * 32);
+                    const uint32_t b0 = __ldg(xp + c), b1 = __ldg(xp + c + 4);
+                    int isum[4];
+                    if (TYPE == QT_Q6_K) {
+                        int lo[4], hi4[4];
+                        mma_k16(lo, wa[0], wb[0], b0);
+                        mma_k16(hi4, wa[1], wb[1], b1);
+#pragma unroll
+                        for (int e = 0; e < 4; e++) isum[e] = sc[e >> 1].sc0 * lo[e] + sc[e >> 1].sc1 * hi4[e];
+                    } else {
+                        mma_k32(isum, wa[0], wb[0], wa[1], wb[1], b0, b1);
+                    }
+                    const float2 d2[2] = {__ldg(ds + (size_t)tcol[j][0] * U + u), __ldg(ds + (size_t)tcol[j][1] * U + u)};
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const gemv_scale &s = sc[e >> 1];
+                        const float2 d = d2[e & 1];
+                        float p = __fmul_rn(s.a, __fmul_rn(d.x, (float)isum[e]));
+                        if (HAS_B) p = __fadd_rn(p, __fmul_rn(s.b, d.y));
+                        leaf[j][e] = __fadd_rn(leaf[j][e], p);
+                    }
+                }
+            }
+            /* leaf jl into the counter: merge while jl's low bits are set (the butterfly's levels) */
+#pragma unroll
+            for (int j = 0; j < TW; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float x = leaf[j][e];
+                    int lvl = 0;
+                    for (int b = jl; b & 1; b >>= 1, lvl++) x = __fadd_rn(stk[lvl][warp][j * 4 + e][lane], x);
+                    if (lvl < 5) stk[lvl][warp][j * 4 + e][lane] = x;
+                    else S[j][e] = w == 0 ? x : __fadd_rn(S[j][e], x); /* jl = 31: the warp group's sum */
+                }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < TW; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int t = t0 + 8 * j + 2 * c + (e & 1), r = row0 + g + (e >> 1) * 8;
+            if (t < nt && r < N) {
+                const size_t o = (size_t)t * N + r;
+                y[o] = S[j][e];
+                if (res) res[o] = __fadd_rn(res[o], S[j][e]);
+            }
+        }
+}
+
+/* LLM170_CUDA_GEMV_BATCH=chunks: more than 8 rows through the chunked k_gemv_q instead (A/B timing) */
+static bool gemv_batch_chunks(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("LLM170_CUDA_GEMV_BATCH");
+        v = e && !strcmp(e, "chunks");
+    }
+    return v;
+}
+
+template <enum qtype TYPE>
+static void launch_mma(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, float *res, int nt,
+                       cudaStream_t s) {
+    const int N = (int)W->N;
+    k_gemv_mma<TYPE><<<dim3((unsigned)((N + 15) / 16), (unsigned)((nt + 63) / 64)), 128, 0, s>>>(
+        (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq, (const float2 *)ds, y, res, N,
+        (int)W->K, nt);
+}
+
 /* rows per warp group for T activation rows: enough to share each activation load over several weight
  * rows as T grows; short rows (K <= 2048) get 4 rows at any T so that a lane has 4 units in flight */
 template <int T> struct gemv_rows { static constexpr int R = T == 1 ? 1 : T <= 4 ? 2 : 4; };
@@ -330,8 +495,11 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
     case 6: launch_t<TYPE, 6>(W, nW, xq, ds, y, res, ex, s); break;
     case 7: launch_t<TYPE, 7>(W, nW, xq, ds, y, res, ex, s); break;
     case 8: launch_t<TYPE, 8>(W, nW, xq, ds, y, res, ex, s); break;
-    /* more rows (batched decode): the T = 8 kernel over chunks of 8 in one launch, W read from memory once */
-    default: launch_r<TYPE, 8, gemv_rows<8>::R, gemv_unroll<gemv_rows<8>::R>::v, true>(W, nW, xq, ds, y, res, ex, s, 0, T);
+    /* more rows (batched decode): tensor cores with the one-row bits (k_gemv_mma), or the T = 8 kernel over
+     * chunks of 8 in one launch (W read from memory once) */
+    default:
+        if (nW == 1 && !ex && !gemv_batch_chunks()) launch_mma<TYPE>(W, xq, ds, y[0], res, T, s);
+        else launch_r<TYPE, 8, gemv_rows<8>::R, gemv_unroll<gemv_rows<8>::R>::v, true>(W, nW, xq, ds, y, res, ex, s, 0, T);
     }
 }
 
