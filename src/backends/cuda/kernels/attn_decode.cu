@@ -115,17 +115,18 @@ static __host__ __device__ int n_splits(int S_max) {
 }
 
 /* sequences of a batched decode step, by value (kernel parameter space: no upload, and a captured graph's
- * update carries new values) */
-struct attn_seqs {
-    cuda_attn_seq s[CUDA_ATTN_SEQS_MAX];
+ * update carries new values); CAP of them (1, 8 or CUDA_ATTN_SEQS_MAX: a launch's parameters cost launch
+ * time, and a single-stream step would otherwise pass 1.5 KB) */
+template <int CAP> struct attn_seqs {
+    cuda_attn_seq s[CAP];
 };
 
 /* the split pass of sequence blockIdx.z: its own caches, length pos + 1 and chunking (n_splits of that
  * length, as a launch for it alone would choose); grid y covers the longest, shorter ones stop early. The
  * new K/V rows are already stored (k_store_rows_seqs). Partials at part + z * pstride. */
-template <int DL>
+template <int DL, int CAP>
 __global__ void __launch_bounds__(32 * ATTN_WARPS)
-    k_attn_decode_split_seqs(const attn_seqs P, const float *__restrict__ q, const int32_t *__restrict__ kpos,
+    k_attn_decode_split_seqs(const attn_seqs<CAP> P, const float *__restrict__ q, const int32_t *__restrict__ kpos,
                              int Hkv, int G, float scale, int window, int64_t pstride, float *__restrict__ part) {
     const cuda_attn_seq a = P.s[blockIdx.z];
     const int S = a.pos + 1, ns = n_splits(S), chunk = (S + ns - 1) / ns;
@@ -137,7 +138,8 @@ __global__ void __launch_bounds__(32 * ATTN_WARPS)
 
 /* the new key and value rows of each sequence (rows s.row of kn / vn, width values) as f16 at slot s.pos
  * of its caches: grid (x: 2 * width values, y: sequence) */
-__global__ void k_store_rows_seqs(const attn_seqs P, const float *__restrict__ kn, const float *__restrict__ vn,
+template <int CAP>
+__global__ void k_store_rows_seqs(const attn_seqs<CAP> P, const float *__restrict__ kn, const float *__restrict__ vn,
                                   int width) {
     const cuda_attn_seq a = P.s[blockIdx.y];
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 2 * width; i += gridDim.x * blockDim.x) {
@@ -173,7 +175,8 @@ __global__ void k_attn_decode_merge(const float *__restrict__ part, float *__res
 }
 
 /* grid (Hq, sequence) */
-__global__ void k_attn_decode_merge_seqs(const attn_seqs P, const float *__restrict__ part, float *__restrict__ out,
+template <int CAP>
+__global__ void k_attn_decode_merge_seqs(const attn_seqs<CAP> P, const float *__restrict__ part, float *__restrict__ out,
                                          int Hq, int D, int64_t pstride) {
     const cuda_attn_seq a = P.s[blockIdx.y];
     attn_merge(part + blockIdx.y * pstride, out + (size_t)a.row * Hq * D, blockIdx.x, Hq, D, n_splits(a.pos + 1));
@@ -207,13 +210,11 @@ extern "C" int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_
     return launch_status();
 }
 
-extern "C" int cuda_attn_decode_seqs(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn,
-                                     float *out, const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window,
-                                     float *scratch, int64_t scratch_n, cudaStream_t s) {
-    if (!seqs || n < 1 || n > CUDA_ATTN_SEQS_MAX || !q || !kn || !vn || !out || !kpos || !scratch || Hkv < 1 ||
-        Hq % Hkv || Hq / Hkv > ATTN_MAX_G || D % 32 || D < 32 || D > 256 || window < 0)
-        return CUDA_KERR_ARGS;
-    attn_seqs P;
+template <int CAP>
+static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn, float *out,
+                         const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window, float *scratch,
+                         int64_t scratch_n, cudaStream_t s) {
+    attn_seqs<CAP> P;
     int S_max = 1;
     for (int i = 0; i < n; i++) {
         if (!seqs[i].k || !seqs[i].v || seqs[i].pos < 0 || seqs[i].row < 0) return CUDA_KERR_ARGS;
@@ -223,20 +224,32 @@ extern "C" int cuda_attn_decode_seqs(const cuda_attn_seq *seqs, int n, const flo
     const int64_t pstride = cuda_attn_decode_scratch(S_max, Hq, D);
     if (pstride * n > scratch_n) return CUDA_KERR_ARGS;
     const int width = Hkv * D, G = Hq / Hkv;
-    k_store_rows_seqs<<<dim3((unsigned)((2 * width + 255) / 256), (unsigned)n), 256, 0, s>>>(P, kn, vn, width);
+    k_store_rows_seqs<CAP><<<dim3((unsigned)((2 * width + 255) / 256), (unsigned)n), 256, 0, s>>>(P, kn, vn, width);
     int rc = launch_status();
     if (rc) return rc;
     dim3 grid(Hkv, n_splits(S_max), n);
     switch (D / 32) {
 #define ATTN_CASE(DL)                                                                                          \
     case DL:                                                                                                   \
-        k_attn_decode_split_seqs<DL><<<grid, 32 * ATTN_WARPS, 0, s>>>(P, q, kpos, Hkv, G, scale, window, pstride, \
-                                                                      scratch);                                \
+        k_attn_decode_split_seqs<DL, CAP><<<grid, 32 * ATTN_WARPS, 0, s>>>(P, q, kpos, Hkv, G, scale, window,   \
+                                                                           pstride, scratch);                  \
         break;
         ATTN_CASE(1) ATTN_CASE(2) ATTN_CASE(3) ATTN_CASE(4) ATTN_CASE(5) ATTN_CASE(6) ATTN_CASE(7) ATTN_CASE(8)
 #undef ATTN_CASE
     }
     if ((rc = launch_status())) return rc;
-    k_attn_decode_merge_seqs<<<dim3(Hq, n), D, 0, s>>>(P, scratch, out, Hq, D, pstride);
+    k_attn_decode_merge_seqs<CAP><<<dim3(Hq, n), D, 0, s>>>(P, scratch, out, Hq, D, pstride);
     return launch_status();
+}
+
+extern "C" int cuda_attn_decode_seqs(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn,
+                                     float *out, const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window,
+                                     float *scratch, int64_t scratch_n, cudaStream_t s) {
+    if (!seqs || n < 1 || n > CUDA_ATTN_SEQS_MAX || !q || !kn || !vn || !out || !kpos || !scratch || Hkv < 1 ||
+        Hq % Hkv || Hq / Hkv > ATTN_MAX_G || D % 32 || D < 32 || D > 256 || window < 0)
+        return CUDA_KERR_ARGS;
+    if (n == 1) return attn_seqs_run<1>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch, scratch_n, s);
+    if (n <= 8) return attn_seqs_run<8>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch, scratch_n, s);
+    return attn_seqs_run<CUDA_ATTN_SEQS_MAX>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch,
+                                             scratch_n, s);
 }
