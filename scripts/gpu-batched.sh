@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One device call (~3 min): batched decode on the llama 8B synth file (q4_k_m). For the tensor-core GEMV of
+# more than 8 rows (default) and the 8-row kernel over chunks (LLM170_CUDA_GEMV_BATCH=chunks), in turn:
+# cuda-check's "(batched)" cases (each row against a one-row launch, bit for bit; their GB/s), and
+# `bench -p 0 -n 128 -d 512 -np S` for S = 8 and 64; then tg128 of one stream and the op profile of a
+# 64-sequence step. Stage as for scripts/gpu-e2e.sh (scripts/gpu-stage.sh; cp this to .devbin/), run:
+# bash .devbin/gpu-batched.sh. Logs under $OUT.
+set -u
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
+  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
+done
+chmod +x .devbin/llm170
+B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
+timeout 60 "${B[@]}" synth --preset llama-8b --type q4_k_m --out /tmp/m8.gguf > "$OUT/synth.txt" 2>&1
+for mode in mma chunks; do
+  e=(); [ $mode = chunks ] && e=(env LLM170_CUDA_GEMV_BATCH=chunks)
+  timeout 120 "${e[@]}" "${B[@]}" cuda-check --bench --filter "(batched)" > "$OUT/check-$mode.txt" 2>&1
+  echo "== $mode: $(grep -c ' ok' "$OUT/check-$mode.txt") ok, $(grep -cE 'FAIL|ERR' "$OUT/check-$mode.txt") FAIL/ERR"
+  grep -E "batched" "$OUT/check-$mode.txt" | awk '{printf "  %s %s %s %s  %s us %s GB/s  %s\n", $2, $3, $4, $5, $9, $10, $NF}' | cut -c1-150
+  for np in 8 64; do
+    timeout 90 "${e[@]}" "${B[@]}" bench --model /tmp/m8.gguf --device cuda -p 0 -n 128 -d 512 -np $np -r 1 > "$OUT/np$np-$mode.txt" 2>&1
+    echo "  np $np: $(grep -E 'tg128|rror' "$OUT/np$np-$mode.txt" | awk -F'|' 'NF > 3 {print $(NF-1)} NF <= 3' | tr -s ' ')"
+  done
+done
+timeout 40 "${B[@]}" bench --model /tmp/m8.gguf --device cuda -p 0 -n 128 -r 3 > "$OUT/tg.txt" 2>&1
+echo "== tg128: $(grep -E 'tg128|rror' "$OUT/tg.txt" | awk -F'|' 'NF > 3 {print $(NF-1)} NF <= 3' | tr -s ' ')"
+LLM170_CUDA_PROFILE=1 timeout 60 "${B[@]}" bench --model /tmp/m8.gguf --device cuda -p 0 -n 16 -d 512 -np 64 -r 1 > "$OUT/prof-np64.txt" 2>&1
+echo "== profile, 64 sequences (decode ops; the depth prefill's gemm rows left out)"
+grep -E "cuda profile|^\| " "$OUT/prof-np64.txt" | grep -v "gemm \|^| op\|^| ---" | head -16
+rm -f /tmp/m8.gguf
