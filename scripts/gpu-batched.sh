@@ -18,7 +18,7 @@ for mode in mma chunks; do
   e=(); [ $mode = chunks ] && e=(env LLM170_CUDA_GEMV_BATCH=chunks)
   timeout 120 "${e[@]}" "${B[@]}" cuda-check --bench --filter "(batched)" > "$OUT/check-$mode.txt" 2>&1
   echo "== $mode: $(grep -c ' ok' "$OUT/check-$mode.txt") ok, $(grep -cE 'FAIL|ERR' "$OUT/check-$mode.txt") FAIL/ERR"
-  grep -E "batched" "$OUT/check-$mode.txt" | awk '{printf "  %s %s %s %s  %s us %s GB/s  %s\n", $2, $3, $4, $5, $9, $10, $NF}' | cut -c1-150
+  grep -E "batched" "$OUT/check-$mode.txt" | awk '{printf "  %s %s %s %s  %s %s us %s GB/s, 1-row: %s off\n", $2, $3, $4, $5, $9, $10, $11, $(NF-1)}'
   for np in 8 64; do
     timeout 90 "${e[@]}" "${B[@]}" bench --model /tmp/m8.gguf --device cuda -p 0 -n 128 -d 512 -np $np -r 1 > "$OUT/np$np-$mode.txt" 2>&1
     echo "  np $np: $(grep -E 'tg128|rror' "$OUT/np$np-$mode.txt" | awk -F'|' 'NF > 3 {print $(NF-1)} NF <= 3' | tr -s ' ')"
