@@ -530,6 +530,57 @@ static void check_sequence_ops(rng *r) {
     }
 }
 
+/* the router's reference in double: ids sr (as floats) and weights wr, [T][K] */
+static void route_ref(const float *l, int T, int E, int K, int gating, int renorm, float *sr, float *wr) {
+    double *p = malloc(sizeof(double) * (size_t)E);
+    bool *taken = malloc((size_t)E);
+    for (int t = 0; t < T; t++) {
+        double mx = -INFINITY, sum = 0;
+        for (int i = 0; i < E; i++) mx = l[t * E + i] > mx ? l[t * E + i] : mx;
+        for (int i = 0; i < E; i++) sum += (p[i] = gating ? sigm(l[t * E + i]) : exp(l[t * E + i] - mx));
+        if (!gating)
+            for (int i = 0; i < E; i++) p[i] /= sum;
+        memset(taken, 0, (size_t)E);
+        double tot = 0;
+        for (int j = 0; j < K; j++) {
+            int best = -1;
+            for (int i = 0; i < E; i++)
+                if (!taken[i] && (best < 0 || p[i] > p[best])) best = i;
+            taken[best] = true;
+            sr[t * K + j] = (float)best;
+            tot += (wr[t * K + j] = (float)p[best]);
+        }
+        if (renorm)
+            for (int j = 0; j < K; j++) wr[t * K + j] = (float)(wr[t * K + j] / tot);
+    }
+    free(p), free(taken);
+}
+
+/* moe_route over T tokens of E logits (dl on the device, l on the host), top K, every gating: ids exact,
+ * weights within 1e-5 */
+static void check_route(const float *l, const float *dl, int32_t *dsel, float *dw, int T, int E, int K,
+                        const char *shape) {
+    float *sr = malloc(sizeof(float) * (size_t)(T * K)), *wr = malloc(sizeof(float) * (size_t)(T * K));
+    float *sf = malloc(sizeof(float) * (size_t)(T * K));
+    int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * K));
+    for (int gating = 0; gating < 2; gating++)
+        for (int renorm = 0; renorm < 2; renorm++) {
+            X->ops->moe_route(X, dl, dsel, dw, T, E, K, gating ? MOE_SIGMOID : MOE_SOFTMAX, renorm);
+            X->ops->download(X, sel, dsel, sizeof(int32_t) * (size_t)(T * K));
+            float *w = down(dw, T * K);
+            route_ref(l, T, E, K, gating, renorm, sr, wr);
+            for (int i = 0; i < T * K; i++) sf[i] = (float)sel[i];
+            char what[80];
+            snprintf(what, sizeof what, "%s%s, %s: ids", gating ? "sigmoid" : "softmax", renorm ? " renorm" : "", shape);
+            expect("moe_route", what, sf, sr, T * K, 0);
+            snprintf(what, sizeof what, "%s%s, %s: weights", gating ? "sigmoid" : "softmax", renorm ? " renorm" : "",
+                     shape);
+            expect("moe_route", what, w, wr, T * K, 1e-5);
+            free(w);
+        }
+    free(sr), free(wr), free(sf), free(sel);
+}
+
 static void check_moe(rng *r) {
     const int T = 9, E = 11, K = 3, C = 17;
     float *l = randn(r, T * E, 2);
@@ -537,43 +588,18 @@ static void check_moe(rng *r) {
     l[1 * E + 2] = l[1 * E + 9] = l[1 * E + 5] = 8.0f;
     float *dl = upf(l, T * E), *dw = upf(NULL, T * K);
     int32_t *dsel = up(NULL, sizeof(int32_t) * T * K);
-    for (int gating = 0; gating < 2; gating++)
-        for (int renorm = 0; renorm < 2; renorm++) {
-            X->ops->moe_route(X, dl, dsel, dw, T, E, K, gating ? MOE_SIGMOID : MOE_SOFTMAX, renorm);
-            int32_t sel[T * K];
-            X->ops->download(X, sel, dsel, sizeof sel);
-            float *w = down(dw, T * K), wr[T * K];
-            float sr[T * K];
-            for (int t = 0; t < T; t++) {
-                double p[E], mx = -INFINITY, sum = 0;
-                for (int i = 0; i < E; i++) mx = l[t * E + i] > mx ? l[t * E + i] : mx;
-                for (int i = 0; i < E; i++) sum += (p[i] = gating ? sigm(l[t * E + i]) : exp(l[t * E + i] - mx));
-                if (!gating)
-                    for (int i = 0; i < E; i++) p[i] /= sum;
-                bool taken[E];
-                memset(taken, 0, sizeof taken);
-                double tot = 0;
-                for (int j = 0; j < K; j++) {
-                    int best = -1;
-                    for (int i = 0; i < E; i++)
-                        if (!taken[i] && (best < 0 || p[i] > p[best])) best = i;
-                    taken[best] = true;
-                    sr[t * K + j] = (float)best;
-                    tot += (wr[t * K + j] = (float)p[best]);
-                }
-                if (renorm)
-                    for (int j = 0; j < K; j++) wr[t * K + j] = (float)(wr[t * K + j] / tot);
-            }
-            float sf[T * K];
-            for (int i = 0; i < T * K; i++) sf[i] = (float)sel[i];
-            char what[64];
-            snprintf(what, sizeof what, "%s%s, 9 x 11 top 3, ties: ids", gating ? "sigmoid" : "softmax",
-                     renorm ? " renorm" : "");
-            expect("moe_route", what, sf, sr, T * K, 0);
-            snprintf(what, sizeof what, "%s%s: weights", gating ? "sigmoid" : "softmax", renorm ? " renorm" : "");
-            expect("moe_route", what, w, wr, T * K, 1e-5);
-            free(w);
-        }
+    check_route(l, dl, dsel, dw, T, E, K, "9 x 11 top 3, ties");
+    /* a real router's width (qwen35moe: 256 experts, top 8): several experts per GPU lane */
+    {
+        const int T2 = 5, E2 = 256, K2 = 8;
+        float *l2 = randn(r, T2 * E2, 2);
+        l2[3 * E2 + 200] = l2[3 * E2 + 40] = 9.0f; /* a tie at the top, lanes 8 apart */
+        float *dl2 = upf(l2, T2 * E2), *dw2 = upf(NULL, T2 * K2);
+        int32_t *dsel2 = up(NULL, sizeof(int32_t) * T2 * K2);
+        check_route(l2, dl2, dsel2, dw2, T2, E2, K2, "5 x 256 top 8");
+        free(l2);
+    }
+    X->ops->moe_route(X, dl, dsel, dw, T, E, K, MOE_SOFTMAX, 1); /* the routing moe_combine reads below */
     /* moe_combine in ascending expert order */
     int32_t sel[T * K];
     X->ops->download(X, sel, dsel, sizeof sel);
