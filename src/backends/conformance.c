@@ -615,6 +615,26 @@ static void check_moe(rng *r) {
         }
     expect("moe_combine", "9 x 3 rows of 17", y, ref, T * C, 1e-5);
     free(l), free(ys), free(wt), free(ref), free(y);
+    /* repeated and negative ids: each id once (its first slot), negative ones never */
+    {
+        const int T3 = 2, K3 = 5, C3 = 19;
+        const int32_t s3[10] = {3, 1, 3, -1, 0, 2, 2, 2, 2, 2};
+        float *w3 = randn(r, T3 * K3, 1), *y3s = randn(r, T3 * K3 * C3, 1), ref3[2 * 19];
+        int32_t *ds3 = up(s3, sizeof s3);
+        float *dw3 = upf(w3, T3 * K3), *dy3s = upf(y3s, T3 * K3 * C3), *dy3 = upf(NULL, T3 * C3);
+        X->ops->moe_combine(X, dy3, dy3s, ds3, dw3, T3, K3, C3);
+        float *y3 = down(dy3, T3 * C3);
+        const int use[2][3] = {{4, 1, 0}, {5, -1, -1}}; /* slots in ascending id order: ids 0, 1, 3; id 2 */
+        for (int t = 0; t < T3; t++)
+            for (int i = 0; i < C3; i++) {
+                double acc = 0;
+                for (int q = 0; q < 3; q++)
+                    if (use[t][q] >= 0) acc += (double)w3[use[t][q]] * y3s[(size_t)use[t][q] * C3 + i];
+                ref3[t * C3 + i] = (float)acc;
+            }
+        expect("moe_combine", "repeated and negative ids", y3, ref3, T3 * C3, 1e-5);
+        free(w3), free(y3s), free(y3);
+    }
 }
 
 #include "backends/conformance_hc.h"
