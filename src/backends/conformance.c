@@ -654,7 +654,10 @@ static void check_device(const char *name) {
     gguf_tensor gte;
     CHECK(make_weight(&r, QT_F32, 768, 37, 3, &we, &wed, &gte));
     free(wed);
-    exec_plan plan = {.max_tokens = 80, .max_out = 80, .n_ctx = 64, .max_in = 768, .attn_d = 64, .attn_hq = 6,
+    /* and the largest quantized matrix (a GPU sizes its GEMM's dequantized copy by it) */
+    CHECK(make_weight(&r, QT_Q4_K, 768, 64, 1, &we, &wed, &gte));
+    free(wed);
+    exec_plan plan = {.max_tokens = 300, .max_out = 80, .n_ctx = 64, .max_in = 768, .attn_d = 64, .attn_hq = 6,
                       .gdn_dk = 128, .gdn_dv = 128, .gdn_hv = 4, .moe_k = 2, .n_threads = 3,
                       .qsa_keys = 15, .qsa_heads = 6};
     X = DEV->ops->exec_new(DEV, &plan, &e);

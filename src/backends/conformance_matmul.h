@@ -158,6 +158,27 @@ static void check_matmuls(rng *r) {
                 free(x), free(y), free(wd3), free(d3);
             }
         }
+        /* a span of 300 tokens (a GPU dequantizes the whole matrix first from 256 rows on: the same bound) */
+        {
+            weight w4;
+            void *d4;
+            gguf_tensor g4;
+            if (make_weight(r, t, K, 38, 1, &w4, &d4, &g4)) {
+                float *wd4 = malloc(sizeof(float) * (size_t)(K * 38));
+                dequant(&w4, d4, 38, wd4);
+                int32_t *idx300 = malloc(sizeof(int32_t) * 300);
+                for (int i = 0; i < 300; i++) idx300[i] = i;
+                float *x = randn(r, 300 * K, 1), *dx = upf(x, 300 * K), *dy = upf(NULL, 300 * 38);
+                pass_span ps = {300, 1};
+                X->ops->begin_pass(X, &ps, 1);
+                X->ops->matmul(X, &w4, 0, dx, dy, 300, MM_ROWS_PASS);
+                float *y = down(dy, 300 * 38);
+                char what[64];
+                snprintf(what, sizeof what, "%s, 38 rows, pass of 300", name);
+                expect_matmul("matmul", what, t, y, wd4, x, idx300, 300, 38, K, NULL);
+                free(x), free(y), free(wd4), free(d4), free(idx300);
+            }
+        }
         /* get_rows: exact dequantization */
         {
             int32_t ids[4] = {36, 0, 17, 5};

@@ -201,11 +201,16 @@ int cuda_argmax(const float *x, int32_t *ids, unsigned long long *scratch, int T
  * layout (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), 16-byte aligned, no padding needed; X 16-byte aligned;
  * K % 64 == 0 and a multiple of the block size; N even. Any T >= 1 (a partial last tile is masked). */
 int cuda_gemm_q_supports(int type); /* 1: cuda_gemm_q takes this type */
-int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s);
+/* part: cuda_gemm_part_floats(T, N, K) floats of split-K slices (GEMMs of at most 2048 rows are cut into 4
+ * slices of K, summed in order by a second launch: a rule of N and K only, so a token's bits never depend
+ * on T); NULL where that is 0, else CUDA_KERR_ARGS */
+int64_t cuda_gemm_part_floats(int T, int N, int K);
+int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, float *part, int T, int N, int K,
+                cudaStream_t s);
 /* the two-pass path: Wd[N][K] bf16 = bf16(to_float(W)) (bit-exact with the CPU dequantizer), N <= 65535;
  * then Y = X . Wd^T with the same tiles (cuda_gemm_bf16) */
 int cuda_dequant_bf16(int type, const void *W, uint16_t *Wd, int N, int K, cudaStream_t s);
-int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s);
+int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, float *part, int T, int N, int K, cudaStream_t s);
 /* y[n] = bf16(x[n]) (round to nearest even): activations for cuda_gemm_q */
 int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStream_t s);
 
