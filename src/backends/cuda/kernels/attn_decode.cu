@@ -6,7 +6,8 @@
  * positions w, w + 4, ... two at a time; lane l holds dims [l * DL, l * DL + DL) of q (pre-scaled), of the K/V row and
  * of its G output accumulators, with a running max and sum per head (online softmax). The 4 warps merge
  * in shared memory and write, per (head, split), the partial max m, sum l and unnormalised output o[D].
- * k_attn_decode_merge, grid Hq, D threads: o = sum_i e^(m_i - M) o_i / sum_i e^(m_i - M) l_i.
+ * k_attn_decode_merge, grid Hq, 4 D threads (four ways over the partials): o = sum_i e^(m_i - M) o_i /
+ * sum_i e^(m_i - M) l_i.
  * A split with no visible key writes m = -inf, l = 0 and drops out of the merge. */
 #include <cuda_fp16.h>
 #include <math.h>
@@ -150,21 +151,36 @@ __global__ void k_store_rows_seqs(const attn_seqs<CAP> P, const float *__restric
     }
 }
 
+/* the merge of head h over n_split partials, by blockDim.x = ATTN_MERGE_WAYS * D threads: thread (way, d)
+ * takes the partials i = way, way + ATTN_MERGE_WAYS, ... (a quarter of the chain of loads each: at 128
+ * partials, one thread a dim walked 256 of them), the ways combined in shared memory in way order */
+#define ATTN_MERGE_WAYS 4
 static __device__ __forceinline__ void attn_merge(const float *__restrict__ part, float *__restrict__ out, int h,
                                                   int Hq, int D, int n_split) {
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float M = -INFINITY;
-#pragma unroll 8
-        for (int i = 0; i < n_split; i++) M = fmaxf(M, part[((size_t)i * Hq + h) * (D + 2)]);
-        float L = 0.0f, o = 0.0f;
-        if (M != -INFINITY)
-#pragma unroll 8
-            for (int i = 0; i < n_split; i++) {
-                const float *pr = part + ((size_t)i * Hq + h) * (D + 2);
-                float f = expf(pr[0] - M);
-                L += f * pr[1];
-                o += f * pr[2 + d];
-            }
+    __shared__ float sM[ATTN_MERGE_WAYS], sL[ATTN_MERGE_WAYS], so[ATTN_MERGE_WAYS][256];
+    const int way = threadIdx.x / D, d = threadIdx.x % D;
+    float m = -INFINITY;
+#pragma unroll 4
+    for (int i = way; i < n_split; i += ATTN_MERGE_WAYS) m = fmaxf(m, part[((size_t)i * Hq + h) * (D + 2)]);
+    if (d == 0) sM[way] = m;
+    __syncthreads();
+    float M = sM[0];
+#pragma unroll
+    for (int w = 1; w < ATTN_MERGE_WAYS; w++) M = fmaxf(M, sM[w]);
+    float L = 0.0f, o = 0.0f;
+    if (M != -INFINITY)
+#pragma unroll 4
+        for (int i = way; i < n_split; i += ATTN_MERGE_WAYS) {
+            const float *pr = part + ((size_t)i * Hq + h) * (D + 2);
+            const float f = expf(pr[0] - M);
+            L += f * pr[1];
+            o += f * pr[2 + d];
+        }
+    if (d == 0) sL[way] = L;
+    so[way][d] = o;
+    __syncthreads();
+    if (way == 0) {
+        for (int w = 1; w < ATTN_MERGE_WAYS; w++) L += sL[w], o += so[w][d];
         out[(size_t)h * D + d] = L > 0.0f ? o / L : 0.0f;
     }
 }
@@ -206,7 +222,7 @@ extern "C" int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_
     }
     int rc = launch_status();
     if (rc) return rc;
-    k_attn_decode_merge<<<Hq, D, 0, s>>>(scratch, out, Hq, D, ns);
+    k_attn_decode_merge<<<Hq, ATTN_MERGE_WAYS * D, 0, s>>>(scratch, out, Hq, D, ns);
     return launch_status();
 }
 
@@ -238,7 +254,7 @@ static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const
 #undef ATTN_CASE
     }
     if ((rc = launch_status())) return rc;
-    k_attn_decode_merge_seqs<CAP><<<dim3(Hq, n), D, 0, s>>>(P, scratch, out, Hq, D, pstride);
+    k_attn_decode_merge_seqs<CAP><<<dim3(Hq, n), ATTN_MERGE_WAYS * D, 0, s>>>(P, scratch, out, Hq, D, pstride);
     return launch_status();
 }
 
