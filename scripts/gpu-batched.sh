@@ -2,8 +2,9 @@
 # One device call (~3 min): batched decode on the llama 8B synth file (q4_k_m). For the tensor-core GEMV of
 # more than 8 rows (default) and the 8-row kernel over chunks (LLM170_CUDA_GEMV_BATCH=chunks), in turn:
 # cuda-check's "(batched)" cases (each row against a one-row launch, bit for bit; their GB/s), and
-# `bench -p 0 -n 128 -d 512 -np S` for S = 8 and 64; then pp512 and tg128 of one stream, the prefill
-# GEMM's 512-token bench cases (split-K k/v shapes among them) and the op profile of a 64-sequence step. Stage as for scripts/gpu-e2e.sh (scripts/gpu-stage.sh; cp this to .devbin/), run:
+# `bench -p 0 -n 128 -d 512 -np S` for S = 8 and 64; then pp512 and tg128 of one stream, tg128 at depth
+# 4096 and the decode attention cases (timed), the prefill GEMM's 512-token bench cases (split-K k/v shapes
+# among them) and the op profile of a 64-sequence step. Stage as for scripts/gpu-e2e.sh (scripts/gpu-stage.sh; cp this to .devbin/), run:
 # bash .devbin/gpu-batched.sh. Logs under $OUT.
 set -u
 OUT=${OUT:-/tmp/gpu-out}
@@ -26,6 +27,11 @@ for mode in mma chunks; do
 done
 timeout 60 "${B[@]}" bench --model /tmp/m8.gguf --device cuda -p 512 -n 128 -r 3 > "$OUT/tg.txt" 2>&1
 echo "== pp512, tg128: $(grep -E 'pp512|tg128|rror' "$OUT/tg.txt" | awk -F'|' 'NF > 3 {print $(NF-1)} NF <= 3' | tr -s ' ' | tr '\n' ' ')"
+# decode attention at depth (split + merge kernels; the merge now takes 4 ways over the partials)
+timeout 60 "${B[@]}" bench --model /tmp/m8.gguf --device cuda -p 0 -n 128 -d 4096 -r 2 > "$OUT/d4096.txt" 2>&1
+echo "== tg128 @ d4096: $(grep -E 'tg128|rror' "$OUT/d4096.txt" | awk -F'|' 'NF > 3 {print $(NF-1)} NF <= 3' | tr -s ' ')"
+timeout 60 "${B[@]}" cuda-check --bench --filter "attn_decode" > "$OUT/attn.txt" 2>&1
+grep -E "^attn_decode|cuda-check:" "$OUT/attn.txt" | tr -s ' ' | cut -c1-160
 # the prefill GEMM: fused / split-K shapes (k and v projections) and the 8B's other projections at 512
 timeout 90 "${B[@]}" cuda-check --bench --filter "T=512 pbench" > "$OUT/gemm512.txt" 2>&1
 grep -E "pbench" "$OUT/gemm512.txt" | tr -s ' ' | cut -c1-200
