@@ -32,6 +32,17 @@ timeout 60 "${B[@]}" bench --model /tmp/m8.gguf --device cuda -p 0 -n 128 -d 409
 echo "== tg128 @ d4096: $(grep -E 'tg128|rror' "$OUT/d4096.txt" | awk -F'|' 'NF > 3 {print $(NF-1)} NF <= 3' | tr -s ' ')"
 timeout 60 "${B[@]}" cuda-check --bench --filter "attn_decode" > "$OUT/attn.txt" 2>&1
 grep -E "^attn_decode|cuda-check:" "$OUT/attn.txt" | tr -s ' ' | cut -c1-160
+# the other division of the split pass (LLM170_CUDA_ATTN=v2): its cases, the conformance suite (attention,
+# attend_decode) and the engine check with it, then the same depth bench
+echo "== LLM170_CUDA_ATTN=v2"
+LLM170_CUDA_ATTN=v2 timeout 60 "${B[@]}" cuda-check --bench --filter "attn_decode" > "$OUT/attn-v2.txt" 2>&1
+grep -E "^attn_decode|cuda-check:" "$OUT/attn-v2.txt" | tr -s ' ' | cut -c1-160
+LLM170_CUDA_ATTN=v2 timeout 60 "${B[@]}" cuda-check --filter backend > "$OUT/conf-v2.txt" 2>&1
+grep -E "FAIL|checks failed" "$OUT/conf-v2.txt" | head -6
+LLM170_CUDA_ATTN=v2 timeout 90 "${B[@]}" cuda-check --engine --dir "$OUT" -t 8 > "$OUT/engine-v2.txt" 2>&1
+grep -E "engine check:|FAIL" "$OUT/engine-v2.txt" | head -4
+LLM170_CUDA_ATTN=v2 timeout 60 "${B[@]}" bench --model /tmp/m8.gguf --device cuda -p 0 -n 128 -d 4096 -r 2 > "$OUT/d4096-v2.txt" 2>&1
+echo "  tg128 @ d4096 (v2): $(grep -E 'tg128|rror' "$OUT/d4096-v2.txt" | awk -F'|' 'NF > 3 {print $(NF-1)} NF <= 3' | tr -s ' ')"
 # the prefill GEMM: fused / split-K shapes (k and v projections) and the 8B's other projections at 512
 timeout 90 "${B[@]}" cuda-check --bench --filter "T=512 pbench" > "$OUT/gemm512.txt" 2>&1
 grep -E "pbench" "$OUT/gemm512.txt" | tr -s ' ' | cut -c1-200
