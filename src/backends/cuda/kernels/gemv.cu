@@ -224,11 +224,18 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
  *   leaf (w, l)  = sum over i of p(w * 32 + l + i * 32 * WPR), in i order from 0.0f   (lane l of warp w)
  *   W_w          = the xor butterfly over the 32 leaves (pairs l, l ^ 16; then ^ 8, ^ 4, ^ 2, ^ 1)
  *   y            = ((W_0 + W_1) + W_2) + W_3
- * with p(u) = a * (dx * isum) [+ b * dy] as in k_gemv_q. A warp of k_gemv_mma visits the leaves in
- * bit-reversed lane order (0, 16, 8, 24, ...), in which the butterfly's pairs are neighbours: a binary
- * counter of partial sums (5 levels, in shared memory) builds the same tree. Block: 4 warps over 16 weight
- * rows, each warp 16 activation rows (two n-tiles of 8); grid x: 16-row tiles, y: 64 activation rows. */
-#define GEMV_MMA_TW 2 /* n-tiles of 8 activation rows a warp */
+ * with p(u) = a * (dx * isum) [+ b * dy] as in k_gemv_q. In bit-reversed lane order (jl = 0..31 visits
+ * l = brev5(jl): 0, 16, 8, 24, ...) the butterfly's pairs are neighbours, so the butterfly is the balanced
+ * binary tree over jl: ((j0 + j1) + (j2 + j3)) + ... A block is 8 warps over 16 weight rows and 32
+ * activation rows (four n-tiles of 8); warp q computes the leaves jl = 4q .. 4q + 3 (their units
+ * interleaved, so the loads of four leaves are in flight at once) and their subtree of 4; warp 0 joins the
+ * 8 subtrees as the tree's top 3 levels and the W_w in w order. Grid x: 32-row activation tiles (the
+ * blocks of one weight tile run side by side and share its L2 lines), y: 16-row weight tiles.
+ * (The first version gave each warp all 32 leaves in sequence: 5-86 GB/s on the H200, 3-10x slower than
+ * the chunked kernel.) */
+#define GEMV_MMA_TW 4 /* n-tiles of 8 activation rows a block */
+#define GEMV_MMA_WARPS 8
+#define GEMV_MMA_JL (32 / GEMV_MMA_WARPS) /* leaves a warp */
 
 /* d[0..3] = A (16 x 32 s8, rows) . B (32 x 8 s8, columns), exact int32; d0/d1: row g, columns 2c / 2c+1,
  * d2/d3: row g + 8 (g = lane / 4, c = lane % 4). a0 / a1: rows g / g + 8, values 4c..4c+3; a2 / a3: values
@@ -271,18 +278,16 @@ static __device__ __forceinline__ void mma_a_words(const uint8_t *__restrict__ q
 }
 
 template <enum qtype TYPE>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(32 * GEMV_MMA_WARPS)
     k_gemv_mma(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi, const uint8_t *__restrict__ meta,
                const int8_t *__restrict__ xq, const float2 *__restrict__ ds, float *__restrict__ y,
                float *__restrict__ res, int N, int K, int nt) {
     constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
-    constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE), TW = GEMV_MMA_TW;
-    /* the binary counter's partial sums: [level][warp][value][lane] */
-    __shared__ float stk[5][4][TW * 4][32];
+    constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE), TW = GEMV_MMA_TW, JL = GEMV_MMA_JL;
+    __shared__ float sub[GEMV_MMA_WARPS][TW * 4][32]; /* each warp's subtree sums of one w */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
     const int U = K / 32, WPR = U >= 128 ? 4 : 1, stride = 32 * WPR;
-    const int row0 = (int)blockIdx.x * 16, t0 = (int)blockIdx.y * 64 + warp * 8 * TW;
-    if (t0 >= nt) return; /* uniform over the warp; warps share no barrier */
+    const int t0 = (int)blockIdx.x * 8 * TW, row0 = (int)blockIdx.y * 16;
     const size_t rr[2] = {(size_t)min(row0 + g, N - 1), (size_t)min(row0 + g + 8, N - 1)}; /* rows past N repeat */
     int tb[TW], tcol[TW][2]; /* activation rows of this lane's B column and C columns (past nt: the last) */
 #pragma unroll
@@ -291,16 +296,23 @@ __global__ void __launch_bounds__(128)
         tcol[j][0] = min(t0 + 8 * j + 2 * c, nt - 1);
         tcol[j][1] = min(t0 + 8 * j + 2 * c + 1, nt - 1);
     }
-    float S[TW][4];
+    int ls[JL]; /* this warp's leaves: lanes brev5(jl) for jl = JL * warp .. */
+#pragma unroll
+    for (int k = 0; k < JL; k++) ls[k] = (int)(__brev((unsigned)(JL * warp + k)) >> 27);
+    float S[TW][4]; /* warp 0: the row's sum over the w so far */
     for (int w = 0; w < WPR; w++) {
-        for (int jl = 0; jl < 32; jl++) {
-            const int l = (int)(__brev((unsigned)jl) >> 27); /* bit-reversed: the butterfly's pairs adjacent */
-            float leaf[TW][4];
+        float leaf[JL][TW][4];
+#pragma unroll
+        for (int k = 0; k < JL; k++)
 #pragma unroll
             for (int j = 0; j < TW; j++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) leaf[j][e] = 0.0f;
-            for (int u = w * 32 + l; u < U; u += stride) {
+                for (int e = 0; e < 4; e++) leaf[k][j][e] = 0.0f;
+        for (int ub = w * 32; ub < U; ub += stride) { /* each leaf's i-th unit is ub + its lane */
+#pragma unroll
+            for (int k = 0; k < JL; k++) {
+                const int u = ub + ls[k];
+                if (u >= U) continue; /* uniform over the warp */
                 uint32_t wa[2], wb[2];
                 mma_a_words<TYPE>(qs, hi, rr[0], U, u, c, wa);
                 mma_a_words<TYPE>(qs, hi, rr[1], U, u, c, wb);
@@ -328,23 +340,45 @@ __global__ void __launch_bounds__(128)
                         const float2 d = d2[e & 1];
                         float p = __fmul_rn(s.a, __fmul_rn(d.x, (float)isum[e]));
                         if (HAS_B) p = __fadd_rn(p, __fmul_rn(s.b, d.y));
-                        leaf[j][e] = __fadd_rn(leaf[j][e], p);
+                        leaf[k][j][e] = __fadd_rn(leaf[k][j][e], p);
                     }
                 }
             }
-            /* leaf jl into the counter: merge while jl's low bits are set (the butterfly's levels) */
+        }
+        /* the warp's subtree (the tree's lowest levels over its JL consecutive jl), then warp 0 joins the
+         * subtrees in jl order, a balanced tree again, and adds W_w to the row's sum */
+#pragma unroll
+        for (int j = 0; j < TW; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float v[JL];
+#pragma unroll
+                for (int k = 0; k < JL; k++) v[k] = leaf[k][j][e];
+#pragma unroll
+                for (int h = 1; h < JL; h *= 2)
+#pragma unroll
+                    for (int k = 0; k < JL; k += 2 * h) v[k] = __fadd_rn(v[k], v[k + h]);
+                sub[warp][j * 4 + e][lane] = v[0];
+            }
+        __syncthreads();
+        if (warp == 0) {
 #pragma unroll
             for (int j = 0; j < TW; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    float x = leaf[j][e];
-                    int lvl = 0;
-                    for (int b = jl; b & 1; b >>= 1, lvl++) x = __fadd_rn(stk[lvl][warp][j * 4 + e][lane], x);
-                    if (lvl < 5) stk[lvl][warp][j * 4 + e][lane] = x;
-                    else S[j][e] = w == 0 ? x : __fadd_rn(S[j][e], x); /* jl = 31: the warp group's sum */
+                    float v[GEMV_MMA_WARPS];
+#pragma unroll
+                    for (int q = 0; q < GEMV_MMA_WARPS; q++) v[q] = sub[q][j * 4 + e][lane];
+#pragma unroll
+                    for (int h = 1; h < GEMV_MMA_WARPS; h *= 2)
+#pragma unroll
+                        for (int q = 0; q < GEMV_MMA_WARPS; q += 2 * h) v[q] = __fadd_rn(v[q], v[q + h]);
+                    S[j][e] = w == 0 ? v[0] : __fadd_rn(S[j][e], v[0]);
                 }
         }
+        __syncthreads();
     }
+    if (warp) return;
 #pragma unroll
     for (int j = 0; j < TW; j++)
 #pragma unroll
@@ -372,7 +406,8 @@ template <enum qtype TYPE>
 static void launch_mma(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, float *res, int nt,
                        cudaStream_t s) {
     const int N = (int)W->N;
-    k_gemv_mma<TYPE><<<dim3((unsigned)((N + 15) / 16), (unsigned)((nt + 63) / 64)), 128, 0, s>>>(
+    k_gemv_mma<TYPE><<<dim3((unsigned)((nt + 8 * GEMV_MMA_TW - 1) / (8 * GEMV_MMA_TW)), (unsigned)((N + 15) / 16)),
+                        32 * GEMV_MMA_WARPS, 0, s>>>(
         (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq, (const float2 *)ds, y, res, N,
         (int)W->K, nt);
 }
