@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device call (~3 min): batched decode on the llama 8B synth file (q4_k_m). For the tensor-core GEMV of
-# more than 8 rows (default) and the 8-row kernel over chunks (LLM170_CUDA_GEMV_BATCH=chunks), in turn:
+# One device call (~6 min): batched decode on the llama 8B synth file (q4_k_m). For the tensor-core GEMV of
+# more than 8 rows (LLM170_CUDA_GEMV_BATCH=mma, an experiment) and the 8-row kernel over chunks (default):
 # cuda-check's "(batched)" cases (each row against a one-row launch, bit for bit; their GB/s), and
 # `bench -p 0 -n 128 -d 512 -np S` for S = 8 and 64; then pp512 and tg128 of one stream, tg128 at depth
 # 4096 and the decode attention cases (timed), the prefill GEMM's 512-token bench cases (split-K k/v shapes
@@ -16,7 +16,7 @@ chmod +x .devbin/llm170
 B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
 timeout 60 "${B[@]}" synth --preset llama-8b --type q4_k_m --out /tmp/m8.gguf > "$OUT/synth.txt" 2>&1
 for mode in mma chunks; do
-  e=(); [ $mode = chunks ] && e=(env LLM170_CUDA_GEMV_BATCH=chunks)
+  e=(); [ $mode = mma ] && e=(env LLM170_CUDA_GEMV_BATCH=mma)
   timeout 120 "${e[@]}" "${B[@]}" cuda-check --bench --filter "(batched)" > "$OUT/check-$mode.txt" 2>&1
   echo "== $mode: $(grep -c ' ok' "$OUT/check-$mode.txt") ok, $(grep -cE 'FAIL|ERR' "$OUT/check-$mode.txt") FAIL/ERR"
   grep -E "batched" "$OUT/check-$mode.txt" | awk '{printf "  %s %s %s %s  %s %s us %s GB/s, 1-row: %s off\n", $2, $3, $4, $5, $9, $10, $11, $(NF-1)}'

@@ -231,8 +231,12 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
  * interleaved, so the loads of four leaves are in flight at once) and their subtree of 4; warp 0 joins the
  * 8 subtrees as the tree's top 3 levels and the W_w in w order. Grid x: 32-row activation tiles (the
  * blocks of one weight tile run side by side and share its L2 lines), y: 16-row weight tiles.
- * (The first version gave each warp all 32 leaves in sequence: 5-86 GB/s on the H200, 3-10x slower than
- * the chunked kernel.) */
+ * Status: an experiment, behind LLM170_CUDA_GEMV_BATCH=mma. Exact (cuda-check's batched cases, each row
+ * against the one-row launch) but slower than the chunked k_gemv_q on the H200: K 4096 x N 14336 at 64
+ * rows 313 us against 180; 8B batched decode 1285 against 1783 t/s at 64 sequences, 717 against 1433 at 16.
+ * Not bound by the tensor cores or by memory (118 GB/s) but by the float work done in the one-row order
+ * (5 float ops per output and unit, no FMA) and its latency at 16 warps an SM. (A first form, each warp
+ * all 32 leaves in sequence, ran at 5-86 GB/s.) */
 #define GEMV_MMA_TW 4 /* n-tiles of 8 activation rows a block */
 #define GEMV_MMA_WARPS 8
 #define GEMV_MMA_JL (32 / GEMV_MMA_WARPS) /* leaves a warp */
@@ -392,12 +396,13 @@ __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS)
         }
 }
 
-/* LLM170_CUDA_GEMV_BATCH=chunks: more than 8 rows through the chunked k_gemv_q instead (A/B timing) */
-static bool gemv_batch_chunks(void) {
+/* LLM170_CUDA_GEMV_BATCH=mma: more than 8 rows through k_gemv_mma (an experiment: slower than the chunked
+ * k_gemv_q on the H200, docs/cuda.md) */
+static bool gemv_batch_mma(void) {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("LLM170_CUDA_GEMV_BATCH");
-        v = e && !strcmp(e, "chunks");
+        v = e && !strcmp(e, "mma");
     }
     return v;
 }
@@ -530,10 +535,10 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
     case 6: launch_t<TYPE, 6>(W, nW, xq, ds, y, res, ex, s); break;
     case 7: launch_t<TYPE, 7>(W, nW, xq, ds, y, res, ex, s); break;
     case 8: launch_t<TYPE, 8>(W, nW, xq, ds, y, res, ex, s); break;
-    /* more rows (batched decode): tensor cores with the one-row bits (k_gemv_mma), or the T = 8 kernel over
-     * chunks of 8 in one launch (W read from memory once) */
+    /* more rows (batched decode): the T = 8 kernel over chunks of 8 in one launch (W read from memory once);
+     * LLM170_CUDA_GEMV_BATCH=mma: tensor cores with the same bits (k_gemv_mma, 0.4-0.9x of this on the H200) */
     default:
-        if (nW == 1 && !ex && !gemv_batch_chunks()) launch_mma<TYPE>(W, xq, ds, y[0], res, T, s);
+        if (nW == 1 && !ex && gemv_batch_mma()) launch_mma<TYPE>(W, xq, ds, y[0], res, T, s);
         else launch_r<TYPE, 8, gemv_rows<8>::R, gemv_unroll<gemv_rows<8>::R>::v, true>(W, nW, xq, ds, y, res, ex, s, 0, T);
     }
 }
