@@ -46,13 +46,14 @@ for d in .devbin/plant-*/; do # each staged planted-bug binary: its engine check
   [ -f "$d/llm170" ] || continue
   chmod +x "$d/llm170"
   p=$(basename "$d"); plants+=("$p-conformance" "$p")
-  step "$p-conformance" 30 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  pe=(); [ -f "$d/env" ] && read -ra pe < "$d/env" # the variables an experiment's plant runs under
+  step "$p-conformance" 30 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${pe[@]}" \
     "$PWD/$d/llm170" cuda-check --filter backend
-  step "$p" 120 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  step "$p" 120 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${pe[@]}" \
     "$PWD/$d/llm170" cuda-check --engine --dir "$OUT" -t 8
   if [ -f "$d/filter" ]; then # the kernel cases this plant must fail
     plants+=("$p-check")
-    step "$p-check" 120 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    step "$p-check" 120 env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${pe[@]}" \
       "$PWD/$d/llm170" cuda-check --filter "$(cat "$d/filter")"
   fi
 done

@@ -5,7 +5,7 @@
 # after scripts/gpu-stage.sh (which empties .devbin/), once per plant. scripts/gpu-e2e.sh runs every
 # planted binary staged there through the engine check and expects it to FAIL.
 #   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent |
-#                                            attn-batch-splits]
+#                                            attn-batch-splits | gemv-mma-order]
 # Staged binaries are ~5 MB each from a build with -DLLM170_CUDA_ARCHS=90-real: one plant fits beside the
 # real binary in a call (the 64 MiB cap, scripts/gpu-stage.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -20,6 +20,11 @@
 # attn-batch-splits: attend_decode's kernels split every sequence of a batched decode step as the longest
 # one needs, so a sequence's bits depend on what shares its step: the conformance suite's "each of the 4
 # seqs alone = in the batch" rows must fail.
+# scripts/plants/NAME.env, when there, holds VAR=value words the plant's steps run under (a plant in an
+# experiment's kernel needs the variable that selects it).
+# gemv-mma-order: k_gemv_mma visits its leaves in lane order instead of bit-reversed, a tree other than the
+# butterfly of the one-row kernel: cuda-check's "(batched)" cases must fail on their 1-row comparison
+# (under LLM170_CUDA_GEMV_BATCH=mma, its .env).
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}
@@ -32,4 +37,5 @@ cp "$build/llm170" ".devbin/plant-$name/llm170"
 strip ".devbin/plant-$name/llm170"
 xz -9e -T2 -f ".devbin/plant-$name/llm170"
 [ -f "scripts/plants/$name.filter" ] && cp "scripts/plants/$name.filter" ".devbin/plant-$name/filter"
+[ -f "scripts/plants/$name.env" ] && cp "scripts/plants/$name.env" ".devbin/plant-$name/env"
 du -sh .devbin

@@ -530,6 +530,57 @@ static void check_sequence_ops(rng *r) {
     }
 }
 
+/* the router's reference in double: ids sr (as floats) and weights wr, [T][K] */
+static void route_ref(const float *l, int T, int E, int K, int gating, int renorm, float *sr, float *wr) {
+    double *p = malloc(sizeof(double) * (size_t)E);
+    bool *taken = malloc((size_t)E);
+    for (int t = 0; t < T; t++) {
+        double mx = -INFINITY, sum = 0;
+        for (int i = 0; i < E; i++) mx = l[t * E + i] > mx ? l[t * E + i] : mx;
+        for (int i = 0; i < E; i++) sum += (p[i] = gating ? sigm(l[t * E + i]) : exp(l[t * E + i] - mx));
+        if (!gating)
+            for (int i = 0; i < E; i++) p[i] /= sum;
+        memset(taken, 0, (size_t)E);
+        double tot = 0;
+        for (int j = 0; j < K; j++) {
+            int best = -1;
+            for (int i = 0; i < E; i++)
+                if (!taken[i] && (best < 0 || p[i] > p[best])) best = i;
+            taken[best] = true;
+            sr[t * K + j] = (float)best;
+            tot += (wr[t * K + j] = (float)p[best]);
+        }
+        if (renorm)
+            for (int j = 0; j < K; j++) wr[t * K + j] = (float)(wr[t * K + j] / tot);
+    }
+    free(p), free(taken);
+}
+
+/* moe_route over T tokens of E logits (dl on the device, l on the host), top K, every gating: ids exact,
+ * weights within 1e-5 */
+static void check_route(const float *l, const float *dl, int32_t *dsel, float *dw, int T, int E, int K,
+                        const char *shape) {
+    float *sr = malloc(sizeof(float) * (size_t)(T * K)), *wr = malloc(sizeof(float) * (size_t)(T * K));
+    float *sf = malloc(sizeof(float) * (size_t)(T * K));
+    int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * K));
+    for (int gating = 0; gating < 2; gating++)
+        for (int renorm = 0; renorm < 2; renorm++) {
+            X->ops->moe_route(X, dl, dsel, dw, T, E, K, gating ? MOE_SIGMOID : MOE_SOFTMAX, renorm);
+            X->ops->download(X, sel, dsel, sizeof(int32_t) * (size_t)(T * K));
+            float *w = down(dw, T * K);
+            route_ref(l, T, E, K, gating, renorm, sr, wr);
+            for (int i = 0; i < T * K; i++) sf[i] = (float)sel[i];
+            char what[80];
+            snprintf(what, sizeof what, "%s%s, %s: ids", gating ? "sigmoid" : "softmax", renorm ? " renorm" : "", shape);
+            expect("moe_route", what, sf, sr, T * K, 0);
+            snprintf(what, sizeof what, "%s%s, %s: weights", gating ? "sigmoid" : "softmax", renorm ? " renorm" : "",
+                     shape);
+            expect("moe_route", what, w, wr, T * K, 1e-5);
+            free(w);
+        }
+    free(sr), free(wr), free(sf), free(sel);
+}
+
 static void check_moe(rng *r) {
     const int T = 9, E = 11, K = 3, C = 17;
     float *l = randn(r, T * E, 2);
@@ -537,43 +588,18 @@ static void check_moe(rng *r) {
     l[1 * E + 2] = l[1 * E + 9] = l[1 * E + 5] = 8.0f;
     float *dl = upf(l, T * E), *dw = upf(NULL, T * K);
     int32_t *dsel = up(NULL, sizeof(int32_t) * T * K);
-    for (int gating = 0; gating < 2; gating++)
-        for (int renorm = 0; renorm < 2; renorm++) {
-            X->ops->moe_route(X, dl, dsel, dw, T, E, K, gating ? MOE_SIGMOID : MOE_SOFTMAX, renorm);
-            int32_t sel[T * K];
-            X->ops->download(X, sel, dsel, sizeof sel);
-            float *w = down(dw, T * K), wr[T * K];
-            float sr[T * K];
-            for (int t = 0; t < T; t++) {
-                double p[E], mx = -INFINITY, sum = 0;
-                for (int i = 0; i < E; i++) mx = l[t * E + i] > mx ? l[t * E + i] : mx;
-                for (int i = 0; i < E; i++) sum += (p[i] = gating ? sigm(l[t * E + i]) : exp(l[t * E + i] - mx));
-                if (!gating)
-                    for (int i = 0; i < E; i++) p[i] /= sum;
-                bool taken[E];
-                memset(taken, 0, sizeof taken);
-                double tot = 0;
-                for (int j = 0; j < K; j++) {
-                    int best = -1;
-                    for (int i = 0; i < E; i++)
-                        if (!taken[i] && (best < 0 || p[i] > p[best])) best = i;
-                    taken[best] = true;
-                    sr[t * K + j] = (float)best;
-                    tot += (wr[t * K + j] = (float)p[best]);
-                }
-                if (renorm)
-                    for (int j = 0; j < K; j++) wr[t * K + j] = (float)(wr[t * K + j] / tot);
-            }
-            float sf[T * K];
-            for (int i = 0; i < T * K; i++) sf[i] = (float)sel[i];
-            char what[64];
-            snprintf(what, sizeof what, "%s%s, 9 x 11 top 3, ties: ids", gating ? "sigmoid" : "softmax",
-                     renorm ? " renorm" : "");
-            expect("moe_route", what, sf, sr, T * K, 0);
-            snprintf(what, sizeof what, "%s%s: weights", gating ? "sigmoid" : "softmax", renorm ? " renorm" : "");
-            expect("moe_route", what, w, wr, T * K, 1e-5);
-            free(w);
-        }
+    check_route(l, dl, dsel, dw, T, E, K, "9 x 11 top 3, ties");
+    /* a real router's width (qwen35moe: 256 experts, top 8): several experts per GPU lane */
+    {
+        const int T2 = 5, E2 = 256, K2 = 8;
+        float *l2 = randn(r, T2 * E2, 2);
+        l2[3 * E2 + 200] = l2[3 * E2 + 40] = 9.0f; /* a tie at the top, lanes 8 apart */
+        float *dl2 = upf(l2, T2 * E2), *dw2 = upf(NULL, T2 * K2);
+        int32_t *dsel2 = up(NULL, sizeof(int32_t) * T2 * K2);
+        check_route(l2, dl2, dsel2, dw2, T2, E2, K2, "5 x 256 top 8");
+        free(l2);
+    }
+    X->ops->moe_route(X, dl, dsel, dw, T, E, K, MOE_SOFTMAX, 1); /* the routing moe_combine reads below */
     /* moe_combine in ascending expert order */
     int32_t sel[T * K];
     X->ops->download(X, sel, dsel, sizeof sel);
@@ -589,6 +615,26 @@ static void check_moe(rng *r) {
         }
     expect("moe_combine", "9 x 3 rows of 17", y, ref, T * C, 1e-5);
     free(l), free(ys), free(wt), free(ref), free(y);
+    /* repeated and negative ids: each id once (its first slot), negative ones never */
+    {
+        const int T3 = 2, K3 = 5, C3 = 19;
+        const int32_t s3[10] = {3, 1, 3, -1, 0, 2, 2, 2, 2, 2};
+        float *w3 = randn(r, T3 * K3, 1), *y3s = randn(r, T3 * K3 * C3, 1), ref3[2 * 19];
+        int32_t *ds3 = up(s3, sizeof s3);
+        float *dw3 = upf(w3, T3 * K3), *dy3s = upf(y3s, T3 * K3 * C3), *dy3 = upf(NULL, T3 * C3);
+        X->ops->moe_combine(X, dy3, dy3s, ds3, dw3, T3, K3, C3);
+        float *y3 = down(dy3, T3 * C3);
+        const int use[2][3] = {{4, 1, 0}, {5, -1, -1}}; /* slots in ascending id order: ids 0, 1, 3; id 2 */
+        for (int t = 0; t < T3; t++)
+            for (int i = 0; i < C3; i++) {
+                double acc = 0;
+                for (int q = 0; q < 3; q++)
+                    if (use[t][q] >= 0) acc += (double)w3[use[t][q]] * y3s[(size_t)use[t][q] * C3 + i];
+                ref3[t * C3 + i] = (float)acc;
+            }
+        expect("moe_combine", "repeated and negative ids", y3, ref3, T3 * C3, 1e-5);
+        free(w3), free(y3s), free(y3);
+    }
 }
 
 #include "backends/conformance_hc.h"
@@ -608,7 +654,10 @@ static void check_device(const char *name) {
     gguf_tensor gte;
     CHECK(make_weight(&r, QT_F32, 768, 37, 3, &we, &wed, &gte));
     free(wed);
-    exec_plan plan = {.max_tokens = 80, .max_out = 80, .n_ctx = 64, .max_in = 768, .attn_d = 64, .attn_hq = 6,
+    /* and the largest quantized matrix (a GPU sizes its GEMM's dequantized copy by it) */
+    CHECK(make_weight(&r, QT_Q4_K, 768, 64, 1, &we, &wed, &gte));
+    free(wed);
+    exec_plan plan = {.max_tokens = 300, .max_out = 80, .n_ctx = 64, .max_in = 768, .attn_d = 64, .attn_hq = 6,
                       .gdn_dk = 128, .gdn_dv = 128, .gdn_hv = 4, .moe_k = 2, .n_threads = 3,
                       .qsa_keys = 15, .qsa_heads = 6};
     X = DEV->ops->exec_new(DEV, &plan, &e);

@@ -58,6 +58,29 @@ static void expect_matmul(const char *op, const char *what, enum qtype wt, const
     free(delta);
 }
 
+/* one span of T tokens (its last n_out output rows) through a fresh N x K weight of type t: every output
+ * within expect_matmul's bound; label names the case after the type */
+static void check_matmul_pass(rng *r, enum qtype t, const char *name, int64_t K, int64_t N, int T, int n_out,
+                              const char *label) {
+    weight w;
+    void *d;
+    gguf_tensor g;
+    if (!make_weight(r, t, K, N, 1, &w, &d, &g)) return;
+    float *wd = malloc(sizeof(float) * (size_t)(K * N));
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)T);
+    dequant(&w, d, N, wd);
+    for (int i = 0; i < T; i++) idx[i] = i;
+    float *x = randn(r, T * K, 1), *dx = upf(x, T * K), *dy = upf(NULL, T * N);
+    pass_span ps = {T, n_out};
+    X->ops->begin_pass(X, &ps, 1);
+    X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
+    float *y = down(dy, T * N);
+    char what[80];
+    snprintf(what, sizeof what, "%s, %s", name, label);
+    expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
+    free(x), free(y), free(wd), free(d), free(idx);
+}
+
 /* ---------------------------------------------------------------- matmuls over every type */
 
 static void check_matmuls(rng *r) {
@@ -119,45 +142,12 @@ static void check_matmuls(rng *r) {
         /* an even row count and one span of 19 (a GPU's tensor-core GEMM takes these shapes; the bound is
          * the same: bf16 activations and weights round by at most 2^-8 relative, under half a q8 step of
          * the block's amax for all but the largest values) */
-        {
-            weight w2;
-            void *d2;
-            gguf_tensor g2;
-            if (make_weight(r, t, K, 38, 1, &w2, &d2, &g2)) {
-                float *wd2 = malloc(sizeof(float) * (size_t)(K * 38));
-                dequant(&w2, d2, 38, wd2);
-                float *x = randn(r, 19 * K, 1), *dx = upf(x, 19 * K), *dy = upf(NULL, 19 * 38);
-                pass_span ps = {19, 19};
-                X->ops->begin_pass(X, &ps, 1);
-                X->ops->matmul(X, &w2, 0, dx, dy, 19, MM_ROWS_PASS);
-                float *y = down(dy, 19 * 38);
-                char what[64];
-                snprintf(what, sizeof what, "%s, 38 rows, pass of 19", name);
-                expect_matmul("matmul", what, t, y, wd2, x, idx, 19, 38, K, NULL);
-                free(x), free(y), free(wd2), free(d2);
-            }
-        }
+        check_matmul_pass(r, t, name, K, 38, 19, 19, "38 rows, pass of 19");
         /* float weights with K % 4 != 0, 3 rows (a GPU's 4-values-a-load kernel needs K % 4 == 0: its other
          * kernel) */
-        if (t == QT_F32 || t == QT_F16 || t == QT_BF16) {
-            weight w3;
-            void *d3;
-            gguf_tensor g3;
-            const int64_t K3 = 90, N3 = 5;
-            if (make_weight(r, t, K3, N3, 1, &w3, &d3, &g3)) {
-                float *wd3 = malloc(sizeof(float) * (size_t)(K3 * N3));
-                dequant(&w3, d3, N3, wd3);
-                float *x = randn(r, 3 * K3, 1), *dx = upf(x, 3 * K3), *dy = upf(NULL, 3 * N3);
-                pass_span ps = {3, 1};
-                X->ops->begin_pass(X, &ps, 1);
-                X->ops->matmul(X, &w3, 0, dx, dy, 3, MM_ROWS_PASS);
-                float *y = down(dy, 3 * N3);
-                char what[64];
-                snprintf(what, sizeof what, "%s, K = %d, pass of 3", name, (int)K3);
-                expect_matmul("matmul", what, t, y, wd3, x, idx, 3, N3, K3, NULL);
-                free(x), free(y), free(wd3), free(d3);
-            }
-        }
+        if (t == QT_F32 || t == QT_F16 || t == QT_BF16) check_matmul_pass(r, t, name, 90, 5, 3, 1, "K = 90, pass of 3");
+        /* a span of 300 tokens (a GPU dequantizes the whole matrix first from 256 rows on: the same bound) */
+        check_matmul_pass(r, t, name, K, 38, 300, 1, "38 rows, pass of 300");
         /* get_rows: exact dequantization */
         {
             int32_t ids[4] = {36, 0, 17, 5};

@@ -1,5 +1,6 @@
 /* cuda_repack_test: the CUDA GEMV weight layout (backends/cuda/repack.c) decoded with the kernel's own
- * unpacking code (kernels/gemv_unpack.h) reproduces the CPU dequantizer bit for bit, for every GEMV type;
+ * unpacking code (kernels/gemv_unpack.h) reproduces the CPU dequantizer bit for bit, for every GEMV type
+ * (and its one-word form gives the unit form's words);
  * and types without a kernel are refused by name. Runs without a GPU. */
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,10 @@ static void check_type(enum qtype t, int64_t N, int64_t K, uint64_t seed) {
             if (gemv_hi_bytes(t))
                 memcpy(h, hi + (size_t)(n * U + u) * (size_t)gemv_hi_bytes(t), (size_t)gemv_hi_bytes(t));
             gemv_unpack_unit(t, q, h, v);
+            for (int w = 0; w < 8; w++) /* the one-word form (the batched GEMV's fragments) */
+                if (gemv_unpack_word(t, q[t == QT_Q8_0 ? w : w & 3], h, w) != v[w] && bad++ < 5)
+                    fprintf(stderr, "%s row %lld unit %lld: word %d differs from the unit's\n", ti->name, (long long)n,
+                            (long long)u, w);
             gemv_scale s = gemv_unit_scale(t, meta + (size_t)(n * (U / G) + u / G) * (size_t)gemv_meta_bytes(t),
                                            (int)(u % G));
             for (int i = 0; i < 32; i++) {

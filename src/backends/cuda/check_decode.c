@@ -123,6 +123,16 @@ CASE(gvb_q4_k_t20, check_gemv(QT_Q4_K, 263, 2816, 20, s, b, r, e))
 CASE(gvb_q4_0_t64, check_gemv(QT_Q4_0, 263, 2816, 64, s, b, r, e))
 CASE(gvb_q4_k_4096_2048_64, check_gemv(QT_Q4_K, 2048, 4096, 64, s, b, r, e))
 CASE(gvb_q6_k_4096_2048_64, check_gemv(QT_Q6_K, 2048, 4096, 64, s, b, r, e))
+CASE(gvb_q4_1_t24, check_gemv(QT_Q4_1, 263, 2816, 24, s, b, r, e))
+CASE(gvb_q5_0_t9, check_gemv(QT_Q5_0, 263, 2816, 9, s, b, r, e))
+CASE(gvb_q8_0_4096_t40, check_gemv(QT_Q8_0, 263, 4096, 40, s, b, r, e))
+CASE(gvb_q5_k_4096_t33, check_gemv(QT_Q5_K, 263, 4096, 33, s, b, r, e))
+CASE(gvb_q6_k_t64, check_gemv(QT_Q6_K, 263, 2816, 64, s, b, r, e))
+CASE(gvb_q4_k_14336_t17, check_gemv(QT_Q4_K, 300, 14336, 17, s, b, r, e))
+CASE(gvb_q4_0_896_t24, check_gemv(QT_Q4_0, 263, 896, 24, s, b, r, e))
+CASE(gvb_q4_k_4096_14336_64, check_gemv(QT_Q4_K, 14336, 4096, 64, s, b, r, e))
+CASE(gvb_q6_k_4096_14336_64, check_gemv(QT_Q6_K, 14336, 4096, 64, s, b, r, e))
+CASE(gvb_q4_k_14336_4096_64, check_gemv(QT_Q4_K, 4096, 14336, 64, s, b, r, e))
 CASE(gvb_q6k_head, check_gemv(QT_Q6_K, 128256, 4096, 1, s, b, r, e))
 CASE(rn_a, check_rms_norm(1, 4096, true, s, b, r, e))
 CASE(rn_b, check_rms_norm(64, 128, true, s, b, r, e))
@@ -261,6 +271,16 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"gemv", "q4_0 K2816 N263 T64 (batched)", gvb_q4_0_t64},
     {"gemv", "q4_k K4096 N2048 T64 (batched)", gvb_q4_k_4096_2048_64},
     {"gemv", "q6_k K4096 N2048 T64 (batched)", gvb_q6_k_4096_2048_64},
+    {"gemv", "q4_1 K2816 N263 T24 (batched)", gvb_q4_1_t24},
+    {"gemv", "q5_0 K2816 N263 T9 (batched)", gvb_q5_0_t9},
+    {"gemv", "q8_0 K4096 N263 T40 (batched)", gvb_q8_0_4096_t40},
+    {"gemv", "q5_k K4096 N263 T33 (batched)", gvb_q5_k_4096_t33},
+    {"gemv", "q6_k K2816 N263 T64 (batched)", gvb_q6_k_t64},
+    {"gemv", "q4_k K14336 N300 T17 (batched)", gvb_q4_k_14336_t17},
+    {"gemv", "q4_0 K896 N263 T24 (batched)", gvb_q4_0_896_t24},
+    {"gemv", "q4_k K4096 N14336 T64 (batched)", gvb_q4_k_4096_14336_64},
+    {"gemv", "q6_k K4096 N14336 T64 (batched)", gvb_q6_k_4096_14336_64},
+    {"gemv", "q4_k K14336 N4096 T64 (batched)", gvb_q4_k_14336_4096_64},
     {"gemv", "q6_k K4096 N128256 T1", gvb_q6k_head},
     {"rms_norm", "R1 C4096 w", rn_a},
     {"rms_norm", "R64 C128 w (heads)", rn_b},

@@ -1,6 +1,6 @@
 /* check_gemv: conformance cases of the q8_1 quantizer (kernels/quantize.cu) and the quantized GEMV
  * (kernels/gemv.cu).
- *   covers: k_quantize_q8_1 k_gemv_q
+ *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma
  *
  * GEMV error model. The GPU computes, per output, a float sum over the K/32 units of
  *     term_u = a_u * (dx_u * isum_u) + b_u * sx_u
@@ -50,10 +50,14 @@ void check_ref_q8_1(const float *x, int8_t *q, float *ds, int K) {
 }
 
 /* every |dx * q - x| <= dx / 2 (1 + 2^-20) (round to nearest of x / dx, and x * (1/d)'s two roundings) */
+/* |d q - x| over the half step d / 2 of each value's block (1.00 at most, up to rounding). The kernel's q is
+ * round(fl(x * id)) with id = fl(1 / d): |x * id - x / d| <= |x / d| * 2 * 2^-24 <= 127 * 2^-23, so
+ * |d q - x| <= d / 2 * (1 + 254 * 2^-23) < d / 2 * (1 + 2^-14). (1 + 2^-20 was too tight: 40 x 4096 values
+ * went over it on the H200; 128M normal values on the host reach 1 + 1.7e-5.) */
 static double q8_1_worst(const float *x, const int8_t *q, const float *ds, int64_t n) {
     double worst = 0;
     for (int64_t i = 0; i < n; i++) {
-        double dx = ds[2 * (i / 32)], d = fabs(dx * q[i] - x[i]), b = dx / 2 * (1 + 0x1p-20) + 1e-30;
+        double dx = ds[2 * (i / 32)], d = fabs(dx * q[i] - x[i]), b = dx / 2 * (1 + 0x1p-14) + 1e-30;
         worst = fmax(worst, d / b);
     }
     return worst;

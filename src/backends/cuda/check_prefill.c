@@ -48,13 +48,13 @@ typedef struct gemm_ctx {
     const gemm_spec *sp;
     void *W[GEMM_ROT];
     uint16_t *Wd, *Xb;
-    float *Y;
+    float *Y, *part; /* part: the split-K slices (cuda_gemm_part_floats; NULL when the shape has none) */
 } gemm_ctx;
 
 static int gemm_launch(void *vctx, int i, cudaStream_t s) {
     gemm_ctx *c = vctx;
-    if (c->sp->bf16_path) return cuda_gemm_bf16(c->Wd, c->Xb, c->Y, c->sp->T, c->sp->N, c->sp->K, s) ? ERR_IO : 0;
-    return cuda_gemm_q(c->sp->type, c->W[i], c->Xb, c->Y, c->sp->T, c->sp->N, c->sp->K, s) ? ERR_IO : 0;
+    if (c->sp->bf16_path) return cuda_gemm_bf16(c->Wd, c->Xb, c->Y, c->part, c->sp->T, c->sp->N, c->sp->K, s) ? ERR_IO : 0;
+    return cuda_gemm_q(c->sp->type, c->W[i], c->Xb, c->Y, c->part, c->sp->T, c->sp->N, c->sp->K, s) ? ERR_IO : 0;
 }
 
 static int dequant_launch(void *vctx, int i, cudaStream_t s) {
@@ -121,12 +121,14 @@ static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check
     if (!rc) rc = cu_upload((void **)&Xd, X, sizeof(float) * (size_t)T * K, e);
     if (!rc) rc = cu_alloc((void **)&c.Xb, sizeof(uint16_t) * (size_t)T * K, e);
     if (!rc) rc = cu_alloc((void **)&c.Y, sizeof(float) * (size_t)T * N, e);
+    if (!rc && cuda_gemm_part_floats(T, N, K))
+        rc = cu_alloc((void **)&c.part, sizeof(float) * (size_t)cuda_gemm_part_floats(T, N, K), e);
     if (!rc && (!sp->big || sp->bf16_path)) rc = cu_alloc((void **)&c.Wd, sizeof(uint16_t) * (size_t)N * K, e);
     if (!rc) rc = pf_kerr(cuda_f32_to_bf16(Xd, c.Xb, (int64_t)T * K, 0), "cuda_f32_to_bf16", e);
     if (!rc && c.Wd) rc = pf_kerr(cuda_dequant_bf16(sp->type, c.W[nrot - 1], c.Wd, N, K, 0), "cuda_dequant_bf16", e);
     if (!rc) {
-        int st = sp->bf16_path ? cuda_gemm_bf16(c.Wd, c.Xb, c.Y, T, N, K, 0)
-                               : cuda_gemm_q(sp->type, c.W[nrot - 1], c.Xb, c.Y, T, N, K, 0);
+        int st = sp->bf16_path ? cuda_gemm_bf16(c.Wd, c.Xb, c.Y, c.part, T, N, K, 0)
+                               : cuda_gemm_q(sp->type, c.W[nrot - 1], c.Xb, c.Y, c.part, T, N, K, 0);
         rc = pf_kerr(st, sp->bf16_path ? "cuda_gemm_bf16" : "cuda_gemm_q", e);
     }
     if (!rc) rc = cu_download(Y, c.Y, sizeof(float) * (size_t)T * N, e);
@@ -147,8 +149,8 @@ static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check
         float *Yc = malloc(sizeof(float) * (size_t)Tc * N);
         if (!Yc) rc = err_set(e, ERR_NOMEM, "host buffers");
         if (!rc) {
-            int st = sp->bf16_path ? cuda_gemm_bf16(c.Wd, c.Xb, c.Y, Tc, N, K, 0)
-                                   : cuda_gemm_q(sp->type, c.W[nrot - 1], c.Xb, c.Y, Tc, N, K, 0);
+            int st = sp->bf16_path ? cuda_gemm_bf16(c.Wd, c.Xb, c.Y, c.part, Tc, N, K, 0)
+                                   : cuda_gemm_q(sp->type, c.W[nrot - 1], c.Xb, c.Y, c.part, Tc, N, K, 0);
             rc = pf_kerr(st, "chunk of 64 tokens", e);
         }
         if (!rc) rc = cu_download(Yc, c.Y, sizeof(float) * (size_t)Tc * N, e);
@@ -178,7 +180,7 @@ static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check
         if (!rc) rc = cu_download(tmp, c.Xb, sizeof(uint16_t) * (size_t)T * K, e);
         for (int64_t i = 0; !rc && i < (int64_t)T * K; i++) bad_x += tmp[i] != bf16_from_f32(X[i]);
         /* the two-pass path multiplies the same bf16 tiles in the same MMA order: the same bits */
-        if (!rc) rc = pf_kerr(cuda_gemm_bf16(c.Wd, c.Xb, c.Y, T, N, K, 0), "cuda_gemm_bf16", e);
+        if (!rc) rc = pf_kerr(cuda_gemm_bf16(c.Wd, c.Xb, c.Y, c.part, T, N, K, 0), "cuda_gemm_bf16", e);
         if (!rc) rc = cu_download(Y2, c.Y, sizeof(float) * (size_t)T * N, e);
         const int64_t bad_y = rc ? 0 : bits_differ(Y, Y2, (int64_t)T * N);
         free(Wall), free(Y2);
@@ -202,7 +204,7 @@ static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check
     }
 done:
     for (int i = 0; i < nrot; i++) cu_free(c.W[i]);
-    cu_free(Xd), cu_free(c.Xb), cu_free(c.Y), cu_free(c.Wd);
+    cu_free(Xd), cu_free(c.Xb), cu_free(c.Y), cu_free(c.Wd), cu_free(c.part);
     free(Wh), free(X), free(Wf), free(Y), free(tmp);
     return rc;
 }
@@ -227,6 +229,9 @@ GEMM_CASE(g_q6_k_wide, QT_Q6_K, 16896, 256, 260, false, false)
 /* bench: llama 8B (q/o 4096x4096, gate/up 14336x4096, down 4096x14336) and qwen35 27B (ffn 17408x5120,
  * 5120x17408; GDN qkv 10240x5120) */
 GEMM_CASE(b_q4k_4k_512, QT_Q4_K, 4096, 4096, 512, true, false)
+/* the k / v projections of an 8B (split-K: 1024 rows; the chunk check then also covers the slices) */
+GEMM_CASE(b_q4k_kv_512, QT_Q4_K, 1024, 4096, 512, true, false)
+GEMM_CASE(b_q6k_kv_512, QT_Q6_K, 1024, 4096, 512, true, false)
 GEMM_CASE(b_q4k_4k_4096, QT_Q4_K, 4096, 4096, 4096, true, false)
 GEMM_CASE(b_q4k_up_512, QT_Q4_K, 14336, 4096, 512, true, false)
 GEMM_CASE(b_q4k_up_4096, QT_Q4_K, 14336, 4096, 4096, true, false)
@@ -265,7 +270,7 @@ GDN_CASE(d_grouped, 2, 6, 64, true, false)
 GDN_CASE(d_short, 1, 2, 37, false, false)
 GDN_CASE(db_27b_4096, 16, 48, 4096, false, true)
 
-/* covers: gemm_q_kernel dequant_bf16_kernel f32_to_bf16_kernel fa_prefill_kernel
+/* covers: gemm_q_kernel gq_split_sum dequant_bf16_kernel f32_to_bf16_kernel fa_prefill_kernel
  * covers: gdn_chunk_prep_kernel gdn_chunk_scan_kernel */
 const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm", "q4_0 328x1088 T=200", g_q4_0},
@@ -286,6 +291,8 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"gdn_chunk", "Hk=2 Hv=6 T=64 grouped", d_grouped},
     {"gdn_chunk", "Hk=1 Hv=2 T=37", d_short},
     {"gemm", "q4_k 4096x4096 T=512 pbench", b_q4k_4k_512},
+    {"gemm", "q4_k 1024x4096 T=512 pbench", b_q4k_kv_512},
+    {"gemm", "q6_k 1024x4096 T=512 pbench", b_q6k_kv_512},
     {"gemm", "q4_k 4096x4096 T=4096 pbench", b_q4k_4k_4096},
     {"gemm", "q4_k 14336x4096 T=512 pbench", b_q4k_up_512},
     {"gemm", "q4_k 14336x4096 T=4096 pbench", b_q4k_up_4096},

@@ -159,6 +159,13 @@ static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *i
 }
 
 /* rows [r0, r0 + n) through the bf16 GEMM where its conditions hold, else the GEMV */
+/* GEMM rows from this many on dequantize the whole matrix to bf16 first (cuda_dequant_bf16, then
+ * cuda_gemm_bf16: the fused kernel's bits, docs/cuda-prefill.md): 1.36x the fused kernel at 512 tokens and
+ * 1.6x at 4096 on the 8B's 14336 x 4096 (H200, dequantization included); below, the dequantization costs
+ * more than it saves. The fused kernel refusing a shape (Q6_K's spans on sm_80's shared memory) takes the
+ * two-pass path at any count. */
+#define GEMM_TWO_PASS_ROWS 256
+
 static void mm_gemm(exec *x, const weight *w, int expert, const float *in, float *y, int r0, int n) {
     cuda_exec *c = cx_of(x);
     const cuda_weight *cw = w->data;
@@ -169,11 +176,26 @@ static void mm_gemm(exec *x, const weight *w, int expert, const float *in, float
         mm_gemv(x, w, &q, in, y, r0, n);
         return;
     }
+    if (cuda_gemm_part_floats(n, (int)N, (int)K) > c->gpart_n) { /* sized from the plan: not reached */
+        exec_fail(x, ERR_RANGE, "matmul '%s': %d GEMM rows need more split-K scratch than planned", w->name, n);
+        return;
+    }
     cx_prof_mark(x, "to_bf16", NULL);
     if (cx_kfail(x, cuda_f32_to_bf16(in + (int64_t)r0 * K, c->xb, (int64_t)n * K, c->st), "matmul", w->name)) return;
-    cx_prof_mark(x, "gemm", w->name);
-    cx_kfail(x, cuda_gemm_q((int)cw->type, raw, c->xb, y + (int64_t)r0 * N, n, (int)N, (int)K, c->st), "matmul",
-             w->name);
+    const bool two_pass_ok = c->wdq && N <= 65535 && N * K <= c->d->max_dq;
+    float *yr = y + (int64_t)r0 * N;
+    if (!(two_pass_ok && n >= GEMM_TWO_PASS_ROWS)) {
+        cx_prof_mark(x, "gemm", w->name);
+        const int st = cuda_gemm_q((int)cw->type, raw, c->xb, yr, c->gpart, n, (int)N, (int)K, c->st);
+        if (st != CUDA_KERR_UNSUPPORTED || !two_pass_ok) {
+            cx_kfail(x, st, "matmul", w->name);
+            return;
+        }
+    }
+    cx_prof_mark(x, "dequant_bf16", w->name);
+    if (cx_kfail(x, cuda_dequant_bf16((int)cw->type, raw, c->wdq, (int)N, (int)K, c->st), "matmul", w->name)) return;
+    cx_prof_mark(x, "gemm_bf16", w->name);
+    cx_kfail(x, cuda_gemm_bf16(c->wdq, c->xb, yr, c->gpart, n, (int)N, (int)K, c->st), "matmul", w->name);
 }
 
 void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows) {
@@ -361,6 +383,7 @@ static int cd_weight_init(backend *b, weight *w, const gguf_tensor *t, err *e) {
     w->nbytes = t->nbytes;
     w->data = cw;
     if (t->ne[0] > d->max_in) d->max_in = t->ne[0];
+    if (quant && cw->N <= 65535 && cw->K % 64 == 0 && cw->N * cw->K > d->max_dq) d->max_dq = cw->N * cw->K;
     return 0;
 }
 
@@ -375,7 +398,7 @@ void cx_destroy(exec *x) {
             cudaStreamDestroy(c->st);
         }
         cx_prof_free(c); /* prints the op profile */
-        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn};
+        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->gpart, c->wdq};
         for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) cu_free(dbufs[i]);
         pass_rows_free(&c->pr);
         free(c);
@@ -411,6 +434,9 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
     int64_t K = plan->max_in > d->max_in ? plan->max_in : d->max_in > 0 ? d->max_in : 32;
     c->K = K = (K + 63) / 64 * 64;
     const size_t R = (size_t)c->pr.R, RK = (size_t)c->RK;
+    /* the GEMM's split-K slices: its largest split shape (2048 rows, any K that splits) at R rows; none
+     * when no pass reaches the GEMM */
+    c->gpart_n = R > CUDA_GEMV_MAX_ROWS ? cuda_gemm_part_floats((int)R, 2048, 4096) : 0;
     if (plan->attn_d > 0 && plan->attn_d % 32 == 0 && plan->attn_d <= 256 && plan->attn_hq > 0 && plan->n_ctx > 0)
         c->attn_n = cuda_attn_decode_scratch(plan->n_ctx, plan->attn_hq, plan->attn_d);
     /* the sequences of a batched decode step one attend_decode launch takes at the planned context: as many
@@ -428,6 +454,8 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
         {(void **)&c->xq, RK * (size_t)K},
         {(void **)&c->ds, RK * (size_t)(K / 32) * 2 * sizeof(float)},
         {(void **)&c->xb, R * (size_t)K * 2},
+        {(void **)&c->gpart, (size_t)c->gpart_n * sizeof(float)},
+        {(void **)&c->wdq, R > CUDA_GEMV_MAX_ROWS ? (size_t)d->max_dq * 2 : 0},
         {(void **)&c->attn, (size_t)c->attn_n * (size_t)c->attn_seqs * sizeof(float)},
         {(void **)&c->gdn, (size_t)c->gdn_n * sizeof(float)},
     };

@@ -38,6 +38,7 @@ typedef struct cuda_dev {
     bool graphs;          /* executors capture small passes into CUDA graphs (off: the ":nograph" suffix) */
     char info[160];       /* GPU name, compute capability, memory */
     int64_t max_in;       /* largest ne[0] of the weights bound so far */
+    int64_t max_dq;       /* most values of one quantized matrix the GEMM's two-pass path takes (N <= 65535) */
     cuda_weight *weights; /* every weight bound (freed by destroy) */
     size_t weight_bytes;
 } cuda_dev;
@@ -77,6 +78,9 @@ typedef struct cuda_exec {
     int xq_n;
     int64_t xq_K;
     uint16_t *xb;         /* [R][K] bf16 activations of the GEMM */
+    float *gpart;         /* the GEMM's split-K slices (cuda_gemm_part_floats of R rows at its largest) */
+    uint16_t *wdq;        /* the GEMM's two-pass path: one matrix dequantized to bf16 (d->max_dq values) */
+    int64_t gpart_n;
     float *attn;          /* split-K decode attention partials: attn_seqs sequences at the planned context */
     int64_t attn_n;       /* floats one sequence needs at the planned context (cuda_attn_decode_scratch) */
     int attn_seqs;        /* sequences the partials hold at the planned context (attend_decode takes more

@@ -47,8 +47,10 @@ typedef struct cuda_qmat {
     const void *qs, *hi, *meta;
 } cuda_qmat;
 /* y[T][N] = x[T][K] . W^T for 1 <= T <= CUDA_GEMV_BATCH_MAX activation rows given as q8_1 (xq, ds); above
- * 8 rows W is read from memory once for every chunk of 8 (batched decode). A row's result is bit for bit
- * the same at every T (the batch invariant): which lane sums which of its units depends on K only. */
+ * 8 rows (batched decode) the integer products come from tensor cores (k_gemv_mma; LLM170_CUDA_GEMV_BATCH=chunks:
+ * the 8-row kernel over chunks of 8, W read from memory once). A row's result is bit for bit the same at
+ * every T (the batch invariant): which lane sums which of its units depends on K only, and the tensor-core
+ * form sums in that order. */
 #define CUDA_GEMV_BATCH_MAX 4096
 int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s);
 /* the same, and res[T][N] += y in the same launch (a residual add fused into the projection before it) */
@@ -199,11 +201,16 @@ int cuda_argmax(const float *x, int32_t *ids, unsigned long long *scratch, int T
  * layout (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), 16-byte aligned, no padding needed; X 16-byte aligned;
  * K % 64 == 0 and a multiple of the block size; N even. Any T >= 1 (a partial last tile is masked). */
 int cuda_gemm_q_supports(int type); /* 1: cuda_gemm_q takes this type */
-int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s);
+/* part: cuda_gemm_part_floats(T, N, K) floats of split-K slices (GEMMs of at most 2048 rows are cut into 4
+ * slices of K, summed in order by a second launch: a rule of N and K only, so a token's bits never depend
+ * on T); NULL where that is 0, else CUDA_KERR_ARGS */
+int64_t cuda_gemm_part_floats(int T, int N, int K);
+int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, float *part, int T, int N, int K,
+                cudaStream_t s);
 /* the two-pass path: Wd[N][K] bf16 = bf16(to_float(W)) (bit-exact with the CPU dequantizer), N <= 65535;
  * then Y = X . Wd^T with the same tiles (cuda_gemm_bf16) */
 int cuda_dequant_bf16(int type, const void *W, uint16_t *Wd, int N, int K, cudaStream_t s);
-int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s);
+int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, float *part, int T, int N, int K, cudaStream_t s);
 /* y[n] = bf16(x[n]) (round to nearest even): activations for cuda_gemm_q */
 int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStream_t s);
 

@@ -281,20 +281,24 @@ __device__ __forceinline__ void gq_dequant_stage(uint8_t *smem, int st, int kt, 
     }
 }
 
-/* grid (ceil(N/128), ceil(T/BM)), 256 threads, gq_smem<QT, ST, BM>::BYTES of dynamic shared memory.
+/* grid (ceil(N/128), ceil(T/BM), S), 256 threads, gq_smem<QT, ST, BM>::BYTES of dynamic shared memory.
+ * S > 1 (split-K, gq_splits): block z sums the k steps [z nk / S, (z + 1) nk / S) into slice z of part
+ * ([S][T][N]), which gq_split_sum adds up in slice order.
  * BM = 128: warps 2 (M) x 4 (N), warp tiles 64 x 32; BM = 256: warps 4 x 2, warp tiles 64 x 64 (twice the
  * tokens per dequantized weight tile, and 8 ldmatrix per 32 MMAs instead of 6 per 16). Every output is the
  * same sequence of MMAs over K in both, so the choice never changes a bit of Y. */
 template <int QT, int ST, int BM>
 __global__ void __launch_bounds__(GQ_THREADS)
     gemm_q_kernel(const uint8_t *__restrict__ W, const __nv_bfloat16 *__restrict__ X, float *__restrict__ Y,
-                  size_t w_bytes, int T, int N, int K) {
+                  float *__restrict__ part, size_t w_bytes, int T, int N, int K) {
     typedef gq_smem<QT, ST, BM> L;
     enum { WNW = 8 / (BM / 64), NI = GQ_BN / WNW / 8 }; /* warps along N; 8-wide mma tiles per warp along N */
     extern __shared__ __align__(128) uint8_t smem[];
     const int n0 = blockIdx.x * GQ_BN, m0 = blockIdx.y * BM;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp / WNW, wn = warp % WNW;
-    const int nk = K / GQ_BK;
+    const int nk_all = K / GQ_BK, kb = (int)(blockIdx.z * nk_all / gridDim.z);
+    const int nk = (int)((blockIdx.z + 1) * nk_all / gridDim.z) - kb; /* this block's steps: kb, kb + 1, .. */
+    if (gridDim.z > 1) Y = part + (size_t)blockIdx.z * T * N;
     uint8_t *tiles = smem + ST * (L::A_STAGE + L::B_STAGE);
 
     float acc[4][NI][4];
@@ -307,13 +311,13 @@ __global__ void __launch_bounds__(GQ_THREADS)
 
 #pragma unroll
     for (int s = 0; s < ST - 1; s++) {
-        if (s < nk) gq_load_stage<QT, ST, BM>(smem, s, s, X, W, w_bytes, T, N, K, m0, n0);
+        if (s < nk) gq_load_stage<QT, ST, BM>(smem, s, kb + s, X, W, w_bytes, T, N, K, m0, n0);
         pf_cp_async_commit();
     }
     if constexpr (QT != QT_BF16) { /* the first step's tile, before the loop */
         pf_cp_async_wait<ST - 2>();
         __syncthreads();
-        gq_dequant_stage<QT, ST, BM>(smem, 0, 0, tiles, K, n0);
+        gq_dequant_stage<QT, ST, BM>(smem, 0, kb, tiles, K, n0);
     }
 
     for (int kt = 0; kt < nk; kt++) {
@@ -323,11 +327,11 @@ __global__ void __launch_bounds__(GQ_THREADS)
         else pf_cp_async_wait<ST - 3>();
         __syncthreads();
         if (kt + ST - 1 < nk)
-            gq_load_stage<QT, ST, BM>(smem, (kt + ST - 1) % ST, kt + ST - 1, X, W, w_bytes, T, N, K, m0, n0);
+            gq_load_stage<QT, ST, BM>(smem, (kt + ST - 1) % ST, kb + kt + ST - 1, X, W, w_bytes, T, N, K, m0, n0);
         pf_cp_async_commit();
         if constexpr (QT != QT_BF16) {
             if (kt + 1 < nk)
-                gq_dequant_stage<QT, ST, BM>(smem, (kt + 1) % ST, kt + 1, tiles + ((kt + 1) & 1) * L::B_TILE, K, n0);
+                gq_dequant_stage<QT, ST, BM>(smem, (kt + 1) % ST, kb + kt + 1, tiles + ((kt + 1) & 1) * L::B_TILE, K, n0);
         }
 
         const uint32_t a_base = pf_smem_addr(smem + (kt % ST) * L::A_STAGE);
@@ -380,7 +384,28 @@ __global__ void f32_to_bf16_kernel(const float *__restrict__ x, __nv_bfloat16 *_
         y[i] = __float2bfloat16_rn(x[i]);
 }
 
+/* y[i] = part[0][i] + part[1][i] + ... in slice order (split-K); grid-stride over T * N */
+__global__ void gq_split_sum(const float *__restrict__ part, float *__restrict__ y, int64_t n, int S) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float v = part[i];
+        for (int z = 1; z < S; z++) v = __fadd_rn(v, part[(size_t)z * n + i]);
+        y[i] = v;
+    }
+}
+
 /* ---- launchers ---- */
+
+/* Split-K: a GEMM of at most 2048 rows is cut into GQ_SPLIT slices of K (the k and v projections of an 8B
+ * are 8 column tiles: 32 blocks at 512 tokens, a quarter of the H200; 166 us each, as long as q's 4096
+ * rows). The rule reads N and K only, never T, so a token's output does not depend on the pass around it
+ * (the slices' sums and their order are fixed by N and K). */
+#define GQ_SPLIT 4
+static int gq_splits(int N, int K) { return N <= 2048 && K / GQ_BK >= 2 * GQ_SPLIT ? GQ_SPLIT : 1; }
+
+extern "C" int64_t cuda_gemm_part_floats(int T, int N, int K) {
+    const int S = gq_splits(N, K);
+    return S > 1 ? (int64_t)S * T * N : 0;
+}
 
 static int gq_qk(int type) {
     switch (type) {
@@ -394,13 +419,19 @@ static int gq_qk(int type) {
 extern "C" int cuda_gemm_q_supports(int type) { return gq_qk(type) != 0 && type != QT_BF16; }
 
 template <int QT, int ST, int BM>
-static int gq_launch_cfg(const void *W, const void *X, float *Y, int T, int N, int K, cudaStream_t s) {
+static int gq_launch_cfg(const void *W, const void *X, float *Y, float *part, int T, int N, int K, cudaStream_t s) {
     const int bytes = (int)gq_smem<QT, ST, BM>::BYTES;
     if (cudaFuncSetAttribute(gemm_q_kernel<QT, ST, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
         return CUDA_KERR_LAUNCH;
     const size_t w_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS * (size_t)N;
-    dim3 grid((N + GQ_BN - 1) / GQ_BN, (T + BM - 1) / BM);
-    gemm_q_kernel<QT, ST, BM><<<grid, GQ_THREADS, bytes, s>>>((const uint8_t *)W, (const __nv_bfloat16 *)X, Y, w_bytes, T, N, K);
+    const int S = gq_splits(N, K);
+    dim3 grid((N + GQ_BN - 1) / GQ_BN, (T + BM - 1) / BM, S);
+    gemm_q_kernel<QT, ST, BM><<<grid, GQ_THREADS, bytes, s>>>((const uint8_t *)W, (const __nv_bfloat16 *)X, Y, part,
+                                                               w_bytes, T, N, K);
+    int rc = pf_launched();
+    if (rc || S == 1) return rc;
+    const int64_t n = (int64_t)T * N, blocks = (n + 255) / 256;
+    gq_split_sum<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s>>>(part, Y, n, S);
     return pf_launched();
 }
 
@@ -408,7 +439,9 @@ static int gq_launch_cfg(const void *W, const void *X, float *Y, int T, int N, i
  * still fill the machine (at least one tile per SM), else 128-token tiles; 4 pipeline stages where they fit,
  * else 3 (sm_80: 163 KB). Q6_K's raw spans fit no 128-token configuration on sm_80: CUDA_KERR_UNSUPPORTED,
  * and the caller takes the two-pass path (cuda_dequant_bf16 + cuda_gemm_bf16). */
-template <int QT> static int gq_launch(const void *W, const void *X, float *Y, int T, int N, int K, cudaStream_t s) {
+template <int QT>
+static int gq_launch(const void *W, const void *X, float *Y, float *part, int T, int N, int K, cudaStream_t s) {
+    if (gq_splits(N, K) > 1 && !part) return CUDA_KERR_ARGS; /* the split is the shape's, not the caller's */
     int dev = 0, optin = 0, sms = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
@@ -416,36 +449,38 @@ template <int QT> static int gq_launch(const void *W, const void *X, float *Y, i
         return CUDA_KERR_LAUNCH;
     const long tiles256 = (long)((T + 255) / 256) * ((N + GQ_BN - 1) / GQ_BN);
     if (tiles256 >= sms) {
-        if (optin >= (int)gq_smem<QT, 4, 256>::BYTES) return gq_launch_cfg<QT, 4, 256>(W, X, Y, T, N, K, s);
-        if (optin >= (int)gq_smem<QT, 3, 256>::BYTES) return gq_launch_cfg<QT, 3, 256>(W, X, Y, T, N, K, s);
+        if (optin >= (int)gq_smem<QT, 4, 256>::BYTES) return gq_launch_cfg<QT, 4, 256>(W, X, Y, part, T, N, K, s);
+        if (optin >= (int)gq_smem<QT, 3, 256>::BYTES) return gq_launch_cfg<QT, 3, 256>(W, X, Y, part, T, N, K, s);
     }
-    if (optin >= (int)gq_smem<QT, 4, 128>::BYTES) return gq_launch_cfg<QT, 4, 128>(W, X, Y, T, N, K, s);
-    if (optin >= (int)gq_smem<QT, 3, 128>::BYTES) return gq_launch_cfg<QT, 3, 128>(W, X, Y, T, N, K, s);
+    if (optin >= (int)gq_smem<QT, 4, 128>::BYTES) return gq_launch_cfg<QT, 4, 128>(W, X, Y, part, T, N, K, s);
+    if (optin >= (int)gq_smem<QT, 3, 128>::BYTES) return gq_launch_cfg<QT, 3, 128>(W, X, Y, part, T, N, K, s);
     return CUDA_KERR_UNSUPPORTED;
 }
 
-extern "C" int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s) {
+extern "C" int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, float *part, int T, int N, int K,
+                           cudaStream_t s) {
     const int qk = gq_qk(type);
     if (!qk || type == QT_BF16) return CUDA_KERR_UNSUPPORTED;
     if (!W || !X || !Y || T < 1 || N < 1 || K < GQ_BK || K % GQ_BK || K % qk || ((uintptr_t)W & 15) ||
         ((uintptr_t)X & 15) || ((uintptr_t)Y & 7) || N % 2)
         return CUDA_KERR_ARGS;
     switch (type) {
-    case QT_Q4_0: return gq_launch<QT_Q4_0>(W, X, Y, T, N, K, s);
-    case QT_Q4_1: return gq_launch<QT_Q4_1>(W, X, Y, T, N, K, s);
-    case QT_Q5_0: return gq_launch<QT_Q5_0>(W, X, Y, T, N, K, s);
-    case QT_Q8_0: return gq_launch<QT_Q8_0>(W, X, Y, T, N, K, s);
-    case QT_Q4_K: return gq_launch<QT_Q4_K>(W, X, Y, T, N, K, s);
-    case QT_Q5_K: return gq_launch<QT_Q5_K>(W, X, Y, T, N, K, s);
-    default: return gq_launch<QT_Q6_K>(W, X, Y, T, N, K, s);
+    case QT_Q4_0: return gq_launch<QT_Q4_0>(W, X, Y, part, T, N, K, s);
+    case QT_Q4_1: return gq_launch<QT_Q4_1>(W, X, Y, part, T, N, K, s);
+    case QT_Q5_0: return gq_launch<QT_Q5_0>(W, X, Y, part, T, N, K, s);
+    case QT_Q8_0: return gq_launch<QT_Q8_0>(W, X, Y, part, T, N, K, s);
+    case QT_Q4_K: return gq_launch<QT_Q4_K>(W, X, Y, part, T, N, K, s);
+    case QT_Q5_K: return gq_launch<QT_Q5_K>(W, X, Y, part, T, N, K, s);
+    default: return gq_launch<QT_Q6_K>(W, X, Y, part, T, N, K, s);
     }
 }
 
-extern "C" int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s) {
+extern "C" int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, float *part, int T, int N, int K,
+                              cudaStream_t s) {
     if (!W || !X || !Y || T < 1 || N < 1 || K < GQ_BK || K % GQ_BK || ((uintptr_t)W & 15) || ((uintptr_t)X & 15) ||
         ((uintptr_t)Y & 7) || N % 2)
         return CUDA_KERR_ARGS;
-    return gq_launch<QT_BF16>(W, X, Y, T, N, K, s);
+    return gq_launch<QT_BF16>(W, X, Y, part, T, N, K, s);
 }
 
 template <int QT> static int dq_launch(const void *W, uint16_t *Wd, int N, int K, cudaStream_t s) {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/gemv_unpack.h"
@@ -212,6 +213,210 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     }
 }
 
+/* ---------------------------------------------------------------- many rows: tensor cores, one-row bits
+ *
+ * A batched decode step (more than 8 rows) on the chunked k_gemv_q spends ~8x a row's time on the integer
+ * products (H200, 8B at 64 rows: 184 us against 27 us for 8). k_gemv_mma takes the products from int8
+ * tensor cores (m16n8k32: 16 weight rows x 8 activation rows x one 32-value unit, exact int32) and then
+ * does k_gemv_q's float work for each (row, activation row) in k_gemv_q's order, so every output is the
+ * bits of the one-row launch (the batch invariant; cuda-check compares each row of a T-row launch with a
+ * one-row launch). That order, for K/32 = U units and WPR = (U >= 128 ? 4 : 1) warps a row:
+ *   leaf (w, l)  = sum over i of p(w * 32 + l + i * 32 * WPR), in i order from 0.0f   (lane l of warp w)
+ *   W_w          = the xor butterfly over the 32 leaves (pairs l, l ^ 16; then ^ 8, ^ 4, ^ 2, ^ 1)
+ *   y            = ((W_0 + W_1) + W_2) + W_3
+ * with p(u) = a * (dx * isum) [+ b * dy] as in k_gemv_q. In bit-reversed lane order (jl = 0..31 visits
+ * l = brev5(jl): 0, 16, 8, 24, ...) the butterfly's pairs are neighbours, so the butterfly is the balanced
+ * binary tree over jl: ((j0 + j1) + (j2 + j3)) + ... A block is 8 warps over 16 weight rows and 32
+ * activation rows (four n-tiles of 8); warp q computes the leaves jl = 4q .. 4q + 3 (their units
+ * interleaved, so the loads of four leaves are in flight at once) and their subtree of 4; warp 0 joins the
+ * 8 subtrees as the tree's top 3 levels and the W_w in w order. Grid x: 32-row activation tiles (the
+ * blocks of one weight tile run side by side and share its L2 lines), y: 16-row weight tiles.
+ * Status: an experiment, behind LLM170_CUDA_GEMV_BATCH=mma. Exact (cuda-check's batched cases, each row
+ * against the one-row launch) but slower than the chunked k_gemv_q on the H200: K 4096 x N 14336 at 64
+ * rows 313 us against 180; 8B batched decode 1285 against 1783 t/s at 64 sequences, 717 against 1433 at 16.
+ * Not bound by the tensor cores or by memory (118 GB/s) but by the float work done in the one-row order
+ * (5 float ops per output and unit, no FMA) and its latency at 16 warps an SM. (A first form, each warp
+ * all 32 leaves in sequence, ran at 5-86 GB/s.) */
+#define GEMV_MMA_TW 4 /* n-tiles of 8 activation rows a block */
+#define GEMV_MMA_WARPS 8
+#define GEMV_MMA_JL (32 / GEMV_MMA_WARPS) /* leaves a warp */
+
+/* d[0..3] = A (16 x 32 s8, rows) . B (32 x 8 s8, columns), exact int32; d0/d1: row g, columns 2c / 2c+1,
+ * d2/d3: row g + 8 (g = lane / 4, c = lane % 4). a0 / a1: rows g / g + 8, values 4c..4c+3; a2 / a3: values
+ * 16 + 4c..; b0: values 4c.. of column g; b1: 16 + 4c.. */
+static __device__ __forceinline__ void mma_k32(int *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                               uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%10, %10, %10, %10};\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+
+/* the same over 16 values: a0 / a1 rows g / g + 8, b0 column g (Q6_K scales each half of a unit) */
+static __device__ __forceinline__ void mma_k16(int *d, uint32_t a0, uint32_t a1, uint32_t b0) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%7, %7, %7, %7};\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+}
+
+/* this lane's A words of unit u of row r: lane words c (w[0]) and c + 4 (w[1]) */
+template <enum qtype TYPE>
+static __device__ __forceinline__ void mma_a_words(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,
+                                                   size_t r, int U, int u, int c, uint32_t *w) {
+    const size_t unit = r * (size_t)U + (size_t)u;
+    uint32_t q0, q1, h[2] = {0, 0};
+    if (TYPE == QT_Q8_0) {
+        const uint32_t *p = (const uint32_t *)(qs + unit * 32);
+        q0 = __ldg(p + c), q1 = __ldg(p + c + 4);
+    } else {
+        q0 = q1 = __ldg((const uint32_t *)(qs + unit * 16) + c);
+    }
+    if (TYPE == QT_Q5_0 || TYPE == QT_Q5_K) h[0] = __ldg((const uint32_t *)(hi + unit * 4));
+    if (TYPE == QT_Q6_K) {
+        const uint2 b = __ldg((const uint2 *)(hi + unit * 8));
+        h[0] = b.x, h[1] = b.y;
+    }
+    w[0] = gemv_unpack_word(TYPE, q0, h, c);
+    w[1] = gemv_unpack_word(TYPE, q1, h, c + 4);
+}
+
+template <enum qtype TYPE>
+__global__ void __launch_bounds__(32 * GEMV_MMA_WARPS)
+    k_gemv_mma(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi, const uint8_t *__restrict__ meta,
+               const int8_t *__restrict__ xq, const float2 *__restrict__ ds, float *__restrict__ y,
+               float *__restrict__ res, int N, int K, int nt) {
+    constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
+    constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE), TW = GEMV_MMA_TW, JL = GEMV_MMA_JL;
+    __shared__ float sub[GEMV_MMA_WARPS][TW * 4][32]; /* each warp's subtree sums of one w */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
+    const int U = K / 32, WPR = U >= 128 ? 4 : 1, stride = 32 * WPR;
+    const int t0 = (int)blockIdx.x * 8 * TW, row0 = (int)blockIdx.y * 16;
+    const size_t rr[2] = {(size_t)min(row0 + g, N - 1), (size_t)min(row0 + g + 8, N - 1)}; /* rows past N repeat */
+    int tb[TW], tcol[TW][2]; /* activation rows of this lane's B column and C columns (past nt: the last) */
+#pragma unroll
+    for (int j = 0; j < TW; j++) {
+        tb[j] = min(t0 + 8 * j + g, nt - 1);
+        tcol[j][0] = min(t0 + 8 * j + 2 * c, nt - 1);
+        tcol[j][1] = min(t0 + 8 * j + 2 * c + 1, nt - 1);
+    }
+    int ls[JL]; /* this warp's leaves: lanes brev5(jl) for jl = JL * warp .. */
+#pragma unroll
+    for (int k = 0; k < JL; k++) ls[k] = (int)(__brev((unsigned)(JL * warp + k)) >> 27);
+    float S[TW][4]; /* warp 0: the row's sum over the w so far */
+    for (int w = 0; w < WPR; w++) {
+        float leaf[JL][TW][4];
+#pragma unroll
+        for (int k = 0; k < JL; k++)
+#pragma unroll
+            for (int j = 0; j < TW; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) leaf[k][j][e] = 0.0f;
+        for (int ub = w * 32; ub < U; ub += stride) { /* each leaf's i-th unit is ub + its lane */
+#pragma unroll
+            for (int k = 0; k < JL; k++) {
+                const int u = ub + ls[k];
+                if (u >= U) continue; /* uniform over the warp */
+                uint32_t wa[2], wb[2];
+                mma_a_words<TYPE>(qs, hi, rr[0], U, u, c, wa);
+                mma_a_words<TYPE>(qs, hi, rr[1], U, u, c, wb);
+                gemv_scale sc[2];
+#pragma unroll
+                for (int r = 0; r < 2; r++) sc[r] = gemv_unit_scale(TYPE, meta + (rr[r] * (size_t)(U / G) + u / G) * MB, u % G);
+#pragma unroll
+                for (int j = 0; j < TW; j++) {
+                    const uint32_t *xp = (const uint32_t *)(xq + (size_t)tb[j] * K + (size_t)u * 32);
+                    const uint32_t b0 = __ldg(xp + c), b1 = __ldg(xp + c + 4);
+                    int isum[4];
+                    if (TYPE == QT_Q6_K) {
+                        int lo[4], hi4[4];
+                        mma_k16(lo, wa[0], wb[0], b0);
+                        mma_k16(hi4, wa[1], wb[1], b1);
+#pragma unroll
+                        for (int e = 0; e < 4; e++) isum[e] = sc[e >> 1].sc0 * lo[e] + sc[e >> 1].sc1 * hi4[e];
+                    } else {
+                        mma_k32(isum, wa[0], wb[0], wa[1], wb[1], b0, b1);
+                    }
+                    const float2 d2[2] = {__ldg(ds + (size_t)tcol[j][0] * U + u), __ldg(ds + (size_t)tcol[j][1] * U + u)};
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const gemv_scale &s = sc[e >> 1];
+                        const float2 d = d2[e & 1];
+                        float p = __fmul_rn(s.a, __fmul_rn(d.x, (float)isum[e]));
+                        if (HAS_B) p = __fadd_rn(p, __fmul_rn(s.b, d.y));
+                        leaf[k][j][e] = __fadd_rn(leaf[k][j][e], p);
+                    }
+                }
+            }
+        }
+        /* the warp's subtree (the tree's lowest levels over its JL consecutive jl), then warp 0 joins the
+         * subtrees in jl order, a balanced tree again, and adds W_w to the row's sum */
+#pragma unroll
+        for (int j = 0; j < TW; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float v[JL];
+#pragma unroll
+                for (int k = 0; k < JL; k++) v[k] = leaf[k][j][e];
+#pragma unroll
+                for (int h = 1; h < JL; h *= 2)
+#pragma unroll
+                    for (int k = 0; k < JL; k += 2 * h) v[k] = __fadd_rn(v[k], v[k + h]);
+                sub[warp][j * 4 + e][lane] = v[0];
+            }
+        __syncthreads();
+        if (warp == 0) {
+#pragma unroll
+            for (int j = 0; j < TW; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float v[GEMV_MMA_WARPS];
+#pragma unroll
+                    for (int q = 0; q < GEMV_MMA_WARPS; q++) v[q] = sub[q][j * 4 + e][lane];
+#pragma unroll
+                    for (int h = 1; h < GEMV_MMA_WARPS; h *= 2)
+#pragma unroll
+                        for (int q = 0; q < GEMV_MMA_WARPS; q += 2 * h) v[q] = __fadd_rn(v[q], v[q + h]);
+                    S[j][e] = w == 0 ? v[0] : __fadd_rn(S[j][e], v[0]);
+                }
+        }
+        __syncthreads();
+    }
+    if (warp) return;
+#pragma unroll
+    for (int j = 0; j < TW; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int t = t0 + 8 * j + 2 * c + (e & 1), r = row0 + g + (e >> 1) * 8;
+            if (t < nt && r < N) {
+                const size_t o = (size_t)t * N + r;
+                y[o] = S[j][e];
+                if (res) res[o] = __fadd_rn(res[o], S[j][e]);
+            }
+        }
+}
+
+/* LLM170_CUDA_GEMV_BATCH=mma: more than 8 rows through k_gemv_mma (an experiment: slower than the chunked
+ * k_gemv_q on the H200, docs/cuda.md) */
+static bool gemv_batch_mma(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("LLM170_CUDA_GEMV_BATCH");
+        v = e && !strcmp(e, "mma");
+    }
+    return v;
+}
+
+template <enum qtype TYPE>
+static void launch_mma(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, float *res, int nt,
+                       cudaStream_t s) {
+    const int N = (int)W->N;
+    k_gemv_mma<TYPE><<<dim3((unsigned)((nt + 8 * GEMV_MMA_TW - 1) / (8 * GEMV_MMA_TW)), (unsigned)((N + 15) / 16)),
+                        32 * GEMV_MMA_WARPS, 0, s>>>(
+        (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq, (const float2 *)ds, y, res, N,
+        (int)W->K, nt);
+}
+
 /* rows per warp group for T activation rows: enough to share each activation load over several weight
  * rows as T grows; short rows (K <= 2048) get 4 rows at any T so that a lane has 4 units in flight */
 template <int T> struct gemv_rows { static constexpr int R = T == 1 ? 1 : T <= 4 ? 2 : 4; };
@@ -330,8 +535,11 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
     case 6: launch_t<TYPE, 6>(W, nW, xq, ds, y, res, ex, s); break;
     case 7: launch_t<TYPE, 7>(W, nW, xq, ds, y, res, ex, s); break;
     case 8: launch_t<TYPE, 8>(W, nW, xq, ds, y, res, ex, s); break;
-    /* more rows (batched decode): the T = 8 kernel over chunks of 8 in one launch, W read from memory once */
-    default: launch_r<TYPE, 8, gemv_rows<8>::R, gemv_unroll<gemv_rows<8>::R>::v, true>(W, nW, xq, ds, y, res, ex, s, 0, T);
+    /* more rows (batched decode): the T = 8 kernel over chunks of 8 in one launch (W read from memory once);
+     * LLM170_CUDA_GEMV_BATCH=mma: tensor cores with the same bits (k_gemv_mma, 0.4-0.9x of this on the H200) */
+    default:
+        if (nW == 1 && !ex && gemv_batch_mma()) launch_mma<TYPE>(W, xq, ds, y[0], res, T, s);
+        else launch_r<TYPE, 8, gemv_rows<8>::R, gemv_unroll<gemv_rows<8>::R>::v, true>(W, nW, xq, ds, y, res, ex, s, 0, T);
     }
 }
 

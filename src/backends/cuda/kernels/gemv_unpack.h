@@ -68,6 +68,18 @@ GEMV_HD void gemv_unpack_unit(enum qtype t, const uint32_t *q, const uint32_t *h
         for (int s = 0; s < 8; s++) v[s] = gemv_sub_bytes(v[s], off);
 }
 
+/* Lane word s (0..7) of a unit alone, gemv_unpack_unit's v[s] bit for bit: from qs word s & 3 (Q8_0: word
+ * s) and the hi words h. What a tensor-core fragment needs: a lane of an m16n8k32 A fragment holds words
+ * c and c + 4 of its rows' units, both from qs word c. */
+GEMV_HD uint32_t gemv_unpack_word(enum qtype t, uint32_t q, const uint32_t *h, int s) {
+    if (t == QT_Q8_0) return q;
+    uint32_t v = s < 4 ? q & 0x0F0F0F0Fu : (q >> 4) & 0x0F0F0F0Fu;
+    if (t == QT_Q5_0 || t == QT_Q5_K) v |= ((h[0] >> s) & 0x01010101u) << 4;
+    if (t == QT_Q6_K) v |= ((h[s >> 2] >> (2 * (s & 3))) & 0x03030303u) << 4;
+    const uint32_t off = t == QT_Q4_0 ? 8 : t == QT_Q5_0 ? 16 : t == QT_Q6_K ? 32 : 0;
+    return off ? gemv_sub_bytes(v, off) : v;
+}
+
 typedef struct gemv_scale {
     float a, b;   /* w = a * lane + b (Q6_K: (a * sc) * lane) */
     int sc0, sc1; /* integer scales of the unit's halves (1 except Q6_K) */

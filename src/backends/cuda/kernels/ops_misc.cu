@@ -183,31 +183,37 @@ __global__ void k_conv1d_silu(const float *__restrict__ x, float *__restrict__ s
 /* ---------------------------------------------------------------- MoE */
 
 /* y[t][C] = sum of wsel[t][j] * ys[t*K + j][C] in ascending expert id order (ids equal to an earlier one
- * are skipped, as the CPU's loop skips them). One block per token: thread 0 orders the K slots in shared
- * memory, then the threads stride over C. K <= 64. */
+ * are skipped, as the CPU's loop skips them; negative ids too). One block per token: the first K threads
+ * rank the token's slots in shared memory (a slot counts if it is its id's first and the id is >= 0; its
+ * place is the number of counted slots with a lower id), then the threads stride over C. K <= 64. */
 __global__ void k_moe_combine(float *__restrict__ y, const float *__restrict__ ys, const int32_t *__restrict__ sel,
                               const float *__restrict__ wsel, int K, int C) {
-    __shared__ int ord[64];
+    __shared__ int ord[64], sid[64], first[64];
     __shared__ int n_ord;
-    const int t = blockIdx.x;
-    const int32_t *s = sel + (int64_t)t * K;
-    if (threadIdx.x == 0) {
-        int last = -1, n = 0;
-        for (int i = 0; i < K; i++) {
-            int j = -1;
-            for (int q = 0; q < K; q++)
-                if (s[q] > last && (j < 0 || s[q] < s[j])) j = q;
-            if (j < 0) break;
-            last = s[j];
-            ord[n++] = j;
-        }
+    const int t = blockIdx.x, i = threadIdx.x;
+    if (i < K) sid[i] = sel[(int64_t)t * K + i];
+    __syncthreads();
+    if (i < K) {
+        int f = sid[i] >= 0;
+        for (int q = 0; q < i; q++) f &= sid[q] != sid[i];
+        first[i] = f;
+    }
+    __syncthreads();
+    if (i < K && first[i]) {
+        int rank = 0;
+        for (int j = 0; j < K; j++) rank += first[j] && sid[j] < sid[i];
+        ord[rank] = i;
+    }
+    if (i == 0) {
+        int n = 0;
+        for (int j = 0; j < K; j++) n += first[j];
         n_ord = n;
     }
     __syncthreads();
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         float acc = 0.0f;
-        for (int i = 0; i < n_ord; i++) {
-            const int j = ord[i];
+        for (int r = 0; r < n_ord; r++) {
+            const int j = ord[r];
             acc += wsel[(int64_t)t * K + j] * ys[((int64_t)t * K + j) * C + c];
         }
         y[(int64_t)t * C + c] = acc;
@@ -380,7 +386,9 @@ extern "C" int cuda_moe_combine(float *y, const float *ys, const int32_t *sel, c
                                 cudaStream_t s) {
     if (!y || !ys || !sel || !wsel || T < 0 || K < 1 || K > 64 || C < 1) return CUDA_KERR_ARGS;
     if (!T) return CUDA_KERR_OK;
-    k_moe_combine<<<T, C >= 256 ? 256 : 32 * ((C + 31) / 32), 0, s>>>(y, ys, sel, wsel, K, C);
+    int nt = C >= 256 ? 256 : 32 * ((C + 31) / 32);
+    if (nt < K) nt = 64; /* a thread per slot ranks them */
+    k_moe_combine<<<T, nt, 0, s>>>(y, ys, sel, wsel, K, C);
     return launch_status();
 }
 
