@@ -102,16 +102,7 @@ HOT static void att_block(const att_job *J, int h, int t0, int t1, float *scratc
             m[i] = mx;
             memset(srow, 0, sizeof(float) * (size_t)vis0);
             memset(srow + vis1, 0, sizeof(float) * (size_t)(nk - vis1));
-            float sum = 0.0f;
-            int j = vis0;
-            for (; j + 8 <= vis1; j += 8) {
-                v8sf x;
-                memcpy(&x, srow + j, sizeof x);
-                x = vexp8(x - mx);
-                memcpy(srow + j, &x, sizeof x);
-                for (int e = 0; e < 8; e++) sum += x[e];
-            }
-            for (; j < vis1; j++) sum += srow[j] = expf(srow[j] - mx);
+            const float sum = vexp_shift_sum(srow + vis0, vis1 - vis0, mx);
             l[i] = l[i] * corr + sum;
             if (corr != 1.0f) scal(O + (int64_t)i * D, corr, D);
         }

@@ -1,14 +1,17 @@
 /* cpu_hc: the CPU executor's qwen4exp ops (backend.h: hyper-connections, PLE, QSA). The per-token ops run
  * their references (ops_ref_hc.c) on token ranges split over the pool; the n-gram hash, the dilated conv
  * and the block keys run the references as they are (a few rows per token). QSA's selection keeps a
- * bounded heap per query (O(nb log n_sel), not the reference's O(nb^2)); its sparse attention converts
- * each selected cache row once per query (any cache type the dense attention takes) and runs a plain
- * two-pass softmax per head over at most budget + c - 1 keys. Both are exact against the references up
+ * bounded heap per query (O(nb log n_sel), not the reference's O(nb^2)); its sparse attention is one item a
+ * (token, head), so a decode step's heads run on all threads: the head's slice of each selected cache row
+ * (any cache type the dense attention takes, converted per head), vector dot products, a two-pass softmax
+ * over at most budget + c - 1 keys with cpu_vexp.h's exp, P.V. Both are exact against the references up
  * to summation order (the heap and the reference break ties the same way: the lower block wins). */
 #include <math.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_blas.h"
 #include "backends/cpu/cpu_impl.h"
+#include "backends/cpu/cpu_vexp.h"
 #include "quant/quant.h"
 
 #define OP(x) ((x)->stats.n_ops++)
@@ -173,7 +176,8 @@ typedef struct sp_job {
     const float *q;
     const char *k, *v;
     enum qtype tk, tv;
-    size_t krow, vrow;
+    quant_to_float_fn k_to_float, v_to_float;
+    size_t krow, vrow, khead, vhead; /* bytes of a cache row, of one head (0: a head is not whole blocks) */
     float *out;
     const int32_t *qpos, *sel;
     int Hq, Hkv, D, c, n_sel, n_keys;
@@ -182,53 +186,63 @@ typedef struct sp_job {
     int64_t per_thread;
 } sp_job;
 
-/* cache row r of a [S][Hkv*D] cache of type t as floats (F32 in place) */
-static const float *cache_row(const char *base, enum qtype t, size_t rb, int r, int W, float *buf) {
+/* head kvh of cache row r as floats: F32 in place; else the head's D values converted (hb, its bytes), or
+ * the whole row of W values when a head is not a whole number of the type's blocks (hb == 0) */
+static inline const float *cache_head(const char *base, enum qtype t, quant_to_float_fn f, size_t rb, size_t hb, int r,
+                                      int kvh, int D, int W, float *buf) {
     const char *p = base + (size_t)r * rb;
-    if (t == QT_F32) return (const void *)p;
-    quant_ops_get(t, QUANT_ISA_SCALAR)->to_float(p, buf, W);
-    return buf;
+    if (t == QT_F32) return (const float *)(const void *)p + (size_t)kvh * D;
+    if (hb) {
+        f(p + (size_t)kvh * hb, buf, D);
+        return buf;
+    }
+    f(p, buf, W);
+    return buf + (size_t)kvh * D;
 }
 
-static void sp_range(void *ctx, int64_t t0, int64_t t1, int th) {
+/* items [i0, i1) of T x Hq, item i = (token i / Hq, head i % Hq): its keys (the selected blocks, then the
+ * query's own block up to it), scores, a two-pass softmax, P.V. An item reads only its own query, selection
+ * and the cache, so a token's result does not depend on the batch or on how items fall to threads. */
+HOT static void sp_range(void *ctx, int64_t i0, int64_t i1, int th) {
     const sp_job *J = ctx;
-    const int W = J->Hkv * J->D, g = J->Hq / J->Hkv, nk = J->n_keys;
-    float *sc = J->scratch + th * J->per_thread; /* [Hq][n_keys] */
-    float *row = sc + (int64_t)J->Hq * nk;        /* one converted cache row */
-    int32_t *rows = (void *)(row + W);            /* [n_keys] the key rows */
-    for (int64_t t = t0; t < t1; t++) {
-        const int p = J->qpos[t], nb = (p + 1) / J->c;
-        const int32_t *st = J->sel + t * J->n_sel;
-        int n = 0;
-        for (int i = 0; i < J->n_sel; i++)
-            if (st[i] >= 0)
-                for (int r = st[i] * J->c; r < (st[i] + 1) * J->c; r++) rows[n++] = r;
-        for (int r = nb * J->c; r <= p; r++) rows[n++] = r;
-        const float *qt = J->q + t * J->Hq * J->D;
-        for (int j = 0; j < n; j++) {
-            const float *kr = cache_row(J->k, J->tk, J->krow, rows[j], W, row);
-            for (int h = 0; h < J->Hq; h++) {
-                const float *qh = qt + (int64_t)h * J->D, *kh = kr + (int64_t)(h / g) * J->D;
-                float dot = 0;
-                for (int d = 0; d < J->D; d++) dot += qh[d] * kh[d];
-                sc[(int64_t)h * nk + j] = dot * J->scale;
-            }
+    const int D = J->D, W = J->Hkv * D, g = J->Hq / J->Hkv, nk = J->n_keys;
+    float *sc = J->scratch + th * J->per_thread; /* [n_keys] one head's scores */
+    float *buf = sc + nk;                        /* one converted cache row (or head) */
+    int32_t *rows = (void *)(buf + W);           /* [n_keys] the key rows */
+    int64_t t_rows = -1;
+    int n = 0;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t t = i / J->Hq;
+        const int h = (int)(i % J->Hq), kvh = h / g;
+        if (t != t_rows) { /* the token's key rows, once per run of its heads */
+            const int p = J->qpos[t], nb = (p + 1) / J->c;
+            const int32_t *st = J->sel + t * J->n_sel;
+            n = 0;
+            for (int s = 0; s < J->n_sel; s++)
+                if (st[s] >= 0)
+                    for (int r = st[s] * J->c; r < (st[s] + 1) * J->c; r++) rows[n++] = r;
+            for (int r = nb * J->c; r <= p; r++) rows[n++] = r;
+            t_rows = t;
         }
-        for (int h = 0; h < J->Hq; h++) {
-            float *s = sc + (int64_t)h * nk, mx = -INFINITY, sum = 0;
-            for (int j = 0; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-            for (int j = 0; j < n; j++) sum += (s[j] = expf(s[j] - mx));
-            for (int j = 0; j < n; j++) s[j] /= sum;
-        }
-        float *ot = J->out + t * J->Hq * J->D;
-        memset(ot, 0, sizeof(float) * (size_t)J->Hq * J->D);
+        const float *qh = J->q + (t * J->Hq + h) * D;
+        float mx = -INFINITY;
         for (int j = 0; j < n; j++) {
-            const float *vr = cache_row(J->v, J->tv, J->vrow, rows[j], W, row);
-            for (int h = 0; h < J->Hq; h++) {
-                const float pw = sc[(int64_t)h * nk + j], *vh = vr + (int64_t)(h / g) * J->D;
-                float *oh = ot + (int64_t)h * J->D;
-                for (int d = 0; d < J->D; d++) oh[d] += pw * vh[d];
-            }
+            const float *kh = cache_head(J->k, J->tk, J->k_to_float, J->krow, J->khead, rows[j], kvh, D, W, buf);
+            v16sf acc = {0};
+            int d = 0;
+            for (; d + 16 <= D; d += 16) acc += v16_load(qh + d) * v16_load(kh + d);
+            float dot = v16_hsum(acc);
+            for (; d < D; d++) dot += qh[d] * kh[d];
+            sc[j] = dot * J->scale;
+            mx = sc[j] > mx ? sc[j] : mx;
+        }
+        const float inv = 1.0f / vexp_shift_sum(sc, n, mx);
+        float *oh = J->out + (t * J->Hq + h) * D;
+        memset(oh, 0, sizeof(float) * (size_t)D);
+        for (int j = 0; j < n; j++) {
+            const float *vh = cache_head(J->v, J->tv, J->v_to_float, J->vrow, J->vhead, rows[j], kvh, D, W, buf);
+            const float pw = sc[j] * inv;
+            for (int d = 0; d < D; d++) oh[d] += pw * vh[d];
         }
     }
 }
@@ -239,13 +253,18 @@ void cpu_attention_sparse(exec *x, const float *q, const void *k, const void *v,
     OP(x);
     cpu_exec *ce = cpu_of(x);
     const int nt = pool_n_threads(ce->pool), nk = n_sel * c + c;
-    const int64_t per = (int64_t)Hq * nk + (int64_t)Hkv * D + nk + 16;
+    const int64_t W = (int64_t)Hkv * D, per = 2LL * nk + W + 16;
     float *sc = cbuf_get(x, &ce->qsa, sizeof(float) * (size_t)(per * nt), "sparse attention scratch");
     if (!sc) return;
-    const int64_t W = (int64_t)Hkv * D;
-    sp_job J = {q, k, v, tk, tv, qtype_row_bytes(tk, W), qtype_row_bytes(tv, W), out, qpos, sel, Hq, Hkv, D, c,
-                n_sel, nk, scale, sc, per};
-    pool_run(ce->pool, T, 1, sp_range, &J);
+    const size_t kh = D % qtype_get(tk)->blck ? 0 : qtype_row_bytes(tk, D);
+    const size_t vh = D % qtype_get(tv)->blck ? 0 : qtype_row_bytes(tv, D);
+    sp_job J = {.q = q, .k = k, .v = v, .tk = tk, .tv = tv, .k_to_float = quant_ops_best(tk).to_float,
+                .v_to_float = quant_ops_best(tv).to_float, .krow = qtype_row_bytes(tk, W),
+                .vrow = qtype_row_bytes(tv, W), .khead = kh, .vhead = vh, .out = out, .qpos = qpos, .sel = sel,
+                .Hq = Hq, .Hkv = Hkv, .D = D, .c = c, .n_sel = n_sel, .n_keys = nk, .scale = scale, .scratch = sc,
+                .per_thread = per};
+    /* one item a (token, head): a decode step's heads spread over the threads */
+    pool_run(ce->pool, (int64_t)T * Hq, 1, sp_range, &J);
 }
 
 /* The scratch the ops above need for a plan (floats). */

@@ -4,7 +4,9 @@
 #ifndef LLM170_ENGINE_CPU_VEXP_H
 #define LLM170_ENGINE_CPU_VEXP_H
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* e^x on 8 lanes with GCC vector extensions (the scalar formula with a bit-cast does not vectorize):
  * n = round(x log2 e), r = x - n ln2 (ln2 split in two so the product is exact), e^r by its degree-6
@@ -31,6 +33,22 @@ static inline __attribute__((always_inline)) v8sf vexp8(v8sf x) {
     v8sf r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
     v8sf p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666671f + r * (0.0416666418f + r * (0.00833336823f + r * 0.00138873036f)))));
     return p * (v8sf)((n + 127) << 23);
+}
+
+/* s[j] = e^(s[j] - mx) for j < n, in place, and their sum (8 lanes at a time in lane order, the tail by expf):
+ * a softmax row's numerators */
+static inline __attribute__((always_inline)) float vexp_shift_sum(float *s, int n, float mx) {
+    float sum = 0.0f;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v8sf x;
+        memcpy(&x, s + j, sizeof x);
+        x = vexp8(x - mx);
+        memcpy(s + j, &x, sizeof x);
+        for (int e = 0; e < 8; e++) sum += x[e];
+    }
+    for (; j < n; j++) sum += s[j] = expf(s[j] - mx);
+    return sum;
 }
 
 #endif
