@@ -7,13 +7,7 @@
 # among them) and the op profile of a 64-sequence step. Stage as for scripts/gpu-e2e.sh (scripts/gpu-stage.sh; cp this to .devbin/), run:
 # bash .devbin/gpu-batched.sh. Logs under $OUT.
 set -u
-OUT=${OUT:-/tmp/gpu-out}
-mkdir -p "$OUT"
-for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
-  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
-done
-chmod +x .devbin/llm170
-B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
+. scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries)
 timeout 60 "${B[@]}" synth --preset llama-8b --type q4_k_m --out /tmp/m8.gguf > "$OUT/synth.txt" 2>&1
 for mode in mma chunks; do
   e=(); [ $mode = mma ] && e=(env LLM170_CUDA_GEMV_BATCH=mma)

@@ -4,23 +4,16 @@
 # (llm170, gzipped, plus the .so files it needs: scripts/gpu-stage.sh) and $OUT from the device tool; writes
 # logs under $OUT and prints a short table last. Usage: scripts/gpu-check.sh [check|memcheck|bench]...
 set -u
-OUT=${OUT:-/tmp/gpu-out}
-mkdir -p "$OUT"
-# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
-for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
-  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
-done
-chmod +x .devbin/llm170
-bin() { LD_LIBRARY_PATH="$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" .devbin/llm170 "$@"; }
+. scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries)
 steps=${*:-check memcheck bench}
 rc=0
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 for s in $steps; do
   case $s in
-    check) bin cuda-check > "$OUT/check.txt" 2>&1 || rc=1 ;;
+    check) "${B[@]}" cuda-check > "$OUT/check.txt" 2>&1 || rc=1 ;;
     memcheck) LD_LIBRARY_PATH="$PWD/.devbin/lib" timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck \
                 --leak-check no .devbin/llm170 cuda-check --filter "${MEMCHECK_FILTER:- }" > "$OUT/memcheck.txt" 2>&1 || rc=1 ;;
-    bench) bin cuda-check --bench ${BENCH_FILTER:+--filter "$BENCH_FILTER"} > "$OUT/bench.txt" 2>&1 || rc=1 ;;
+    bench) "${B[@]}" cuda-check --bench ${BENCH_FILTER:+--filter "$BENCH_FILTER"} > "$OUT/bench.txt" 2>&1 || rc=1 ;;
     *) echo "gpu-check: unknown step $s"; rc=2 ;;
   esac
 done

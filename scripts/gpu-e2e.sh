@@ -16,15 +16,8 @@
 # Logs under $OUT; a short table last. Run from the repository root: bash .devbin/gpu-e2e.sh
 # (or scripts/gpu-e2e.sh). Environment: OUT (default /tmp/gpu-out).
 set -u
-OUT=${OUT:-/tmp/gpu-out}
-mkdir -p "$OUT"
 t0=$(date +%s)
-# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
-for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
-  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
-done
-chmod +x .devbin/llm170 2>/dev/null
-B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170") # timeout runs it
+. scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries)
 printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/.devbin/llm170" "$@"\n' \
   "$PWD" "$PWD" > .devbin/llm170-env && chmod +x .devbin/llm170-env # one path for scripts that take a binary
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1

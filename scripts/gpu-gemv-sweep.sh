@@ -6,14 +6,7 @@
 # as it goes (a call cut short still shows what ran); logs under $OUT (VARIANTS="" skips the T = 1 part).
 # Stage as scripts/gpu-e2e.sh (scripts/gpu-stage.sh; cp this to .devbin/), run: bash .devbin/gpu-gemv-sweep.sh
 set -u
-OUT=${OUT:-/tmp/gpu-out}
-mkdir -p "$OUT"
-# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
-for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
-  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
-done
-chmod +x .devbin/llm170
-B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
+. scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries)
 VARIANTS=${VARIANTS-"default 2,4,1 4,4,1 8,4,1 1,1,4 2,2,2 4,2,1"}
 F=${F:-"N263 T1,q4_k K4096 N4096 T1,q4_k K4096 N14336 T1,q4_k K14336 N4096 T1,q4_k K5120,q4_k K17408,q6_k K4096 N14336 T1,q6_k K14336 N4096 T1,q6_k K5120,q6_k K17408,q5_k K4096 N14336 T1,q4_0 K4096 N14336 T1,q8_0 K4096 N14336 T1,q6_k K4096 N128256,q4_0 K896 N151936"}
 MODEL=${MODEL:-llama-8b}

@@ -7,14 +7,7 @@
 #   - LLM170_CUDA_PROFILE=1: the op table of a decode run (tg64) and of a prefill pass (pp512).
 # Stages as scripts/gpu-e2e.sh does (scripts/gpu-stage.sh here; carry .devbin). Logs under $OUT.
 set -u
-OUT=${OUT:-/tmp/gpu-out}
-mkdir -p "$OUT"
-# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
-for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
-  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
-done
-chmod +x .devbin/llm170 2>/dev/null
-B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
+. scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 for shape in llama-qwen25-0.5b qwen35-0.8b ${PROF_SHAPES:-}; do
   f=/tmp/$shape.gguf

@@ -271,5 +271,7 @@ void cpu_attention_sparse(exec *x, const float *q, const void *k, const void *v,
 int64_t cpu_qsa_scratch(const exec_plan *p, int n_threads) {
     if (!p->qsa_keys) return 0;
     const int64_t nk = p->qsa_keys + 1;
-    return (int64_t)n_threads * ((int64_t)p->qsa_heads * nk + (int64_t)p->qsa_heads * p->attn_d + 2 * nk + 32);
+    /* sparse attention: a head's scores and key rows (2 nk) and one converted cache row (<= heads x d); the
+     * selection's 2 n_sel + 16 fit in that */
+    return (int64_t)n_threads * (2 * nk + (int64_t)p->qsa_heads * p->attn_d + 32);
 }

@@ -281,6 +281,17 @@ static __device__ __forceinline__ void mma_a_words(const uint8_t *__restrict__ q
     w[1] = gemv_unpack_word(TYPE, q1, h, c + 4);
 }
 
+/* v[0] + ... + v[N - 1] as a balanced binary tree, neighbours first ((v0 + v1) + (v2 + v3)) + ...: the
+ * butterfly's shape over bit-reversed slots (N a power of two; v is overwritten) */
+template <int N>
+static __device__ __forceinline__ float tree_sum(float *v) {
+#pragma unroll
+    for (int h = 1; h < N; h *= 2)
+#pragma unroll
+        for (int k = 0; k < N; k += 2 * h) v[k] = __fadd_rn(v[k], v[k + h]);
+    return v[0];
+}
+
 template <enum qtype TYPE>
 __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS)
     k_gemv_mma(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi, const uint8_t *__restrict__ meta,
@@ -358,11 +369,7 @@ __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS)
                 float v[JL];
 #pragma unroll
                 for (int k = 0; k < JL; k++) v[k] = leaf[k][j][e];
-#pragma unroll
-                for (int h = 1; h < JL; h *= 2)
-#pragma unroll
-                    for (int k = 0; k < JL; k += 2 * h) v[k] = __fadd_rn(v[k], v[k + h]);
-                sub[warp][j * 4 + e][lane] = v[0];
+                sub[warp][j * 4 + e][lane] = tree_sum<JL>(v);
             }
         __syncthreads();
         if (warp == 0) {
@@ -373,11 +380,8 @@ __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS)
                     float v[GEMV_MMA_WARPS];
 #pragma unroll
                     for (int q = 0; q < GEMV_MMA_WARPS; q++) v[q] = sub[q][j * 4 + e][lane];
-#pragma unroll
-                    for (int h = 1; h < GEMV_MMA_WARPS; h *= 2)
-#pragma unroll
-                        for (int q = 0; q < GEMV_MMA_WARPS; q += 2 * h) v[q] = __fadd_rn(v[q], v[q + h]);
-                    S[j][e] = w == 0 ? v[0] : __fadd_rn(S[j][e], v[0]);
+                    const float W_w = tree_sum<GEMV_MMA_WARPS>(v);
+                    S[j][e] = w == 0 ? W_w : __fadd_rn(S[j][e], W_w);
                 }
         }
         __syncthreads();
