@@ -119,6 +119,15 @@ CASE(gvb_q4_k_5120_17408_1, check_gemv(QT_Q4_K, 17408, 5120, 1, s, b, r, e))
 CASE(gvb_q4_k_17408_5120_1, check_gemv(QT_Q4_K, 5120, 17408, 1, s, b, r, e))
 CASE(gvb_q6_k_5120_17408_1, check_gemv(QT_Q6_K, 17408, 5120, 1, s, b, r, e))
 CASE(gvb_q6_k_17408_5120_1, check_gemv(QT_Q6_K, 5120, 17408, 1, s, b, r, e))
+/* qwen35moe 35B-A3B decode shapes (hidden 2048): the GDN / attention input projection (N 8192), its gate
+ * (N 4096), the output projections (K 4096) and a routed expert's rows (K 2048 N 512, K 512 N 2048) */
+CASE(gvb_q5_k_2048_8192_1, check_gemv(QT_Q5_K, 8192, 2048, 1, s, b, r, e))
+CASE(gvb_q4_k_2048_8192_1, check_gemv(QT_Q4_K, 8192, 2048, 1, s, b, r, e))
+CASE(gvb_q6_k_2048_8192_1, check_gemv(QT_Q6_K, 8192, 2048, 1, s, b, r, e))
+CASE(gvb_q5_k_2048_4096_1, check_gemv(QT_Q5_K, 4096, 2048, 1, s, b, r, e))
+CASE(gvb_q4_k_4096_2048_1, check_gemv(QT_Q4_K, 2048, 4096, 1, s, b, r, e))
+CASE(gvb_q4_k_2048_512_1, check_gemv(QT_Q4_K, 512, 2048, 1, s, b, r, e))
+CASE(gvb_q6_k_512_2048_1, check_gemv(QT_Q6_K, 2048, 512, 1, s, b, r, e))
 CASE(gvb_q4_k_t20, check_gemv(QT_Q4_K, 263, 2816, 20, s, b, r, e))
 CASE(gvb_q4_0_t64, check_gemv(QT_Q4_0, 263, 2816, 64, s, b, r, e))
 CASE(gvb_q4_k_4096_2048_64, check_gemv(QT_Q4_K, 2048, 4096, 64, s, b, r, e))
@@ -267,6 +276,13 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"gemv", "q4_k K17408 N5120 T1", gvb_q4_k_17408_5120_1},
     {"gemv", "q6_k K5120 N17408 T1", gvb_q6_k_5120_17408_1},
     {"gemv", "q6_k K17408 N5120 T1", gvb_q6_k_17408_5120_1},
+    {"gemv", "q5_k K2048 N8192 T1", gvb_q5_k_2048_8192_1},
+    {"gemv", "q4_k K2048 N8192 T1", gvb_q4_k_2048_8192_1},
+    {"gemv", "q6_k K2048 N8192 T1", gvb_q6_k_2048_8192_1},
+    {"gemv", "q5_k K2048 N4096 T1", gvb_q5_k_2048_4096_1},
+    {"gemv", "q4_k K4096 N2048 T1", gvb_q4_k_4096_2048_1},
+    {"gemv", "q4_k K2048 N512 T1", gvb_q4_k_2048_512_1},
+    {"gemv", "q6_k K512 N2048 T1", gvb_q6_k_512_2048_1},
     {"gemv", "q4_k K2816 N263 T20 (batched)", gvb_q4_k_t20},
     {"gemv", "q4_0 K2816 N263 T64 (batched)", gvb_q4_0_t64},
     {"gemv", "q4_k K4096 N2048 T64 (batched)", gvb_q4_k_4096_2048_64},
