@@ -126,6 +126,28 @@ static void check_ngram_qsa_ops(rng *r) {
     float fs[18], fr[18];
     for (int i = 0; i < 18; i++) fs[i] = (float)sel[i], fr[i] = (float)sref[i];
     expect("qsa_select", "6 queries, 3 of up to 16 blocks, a tie", fs, fr, 18, 0);
+    /* fewer queries than threads (a decode step: the blocks are split over the threads, the ranges' bests
+     * merged), 5 indexer heads (four scored side by side, one alone): random keys, then every block the same
+     * key, where the lowest indices must win across ranges */
+    const int Hi5 = 5;
+    float *q5 = randn(r, 2 * Hi5 * Di, 1);
+    for (int same = 0; same < 2; same++) {
+        float *bk = malloc(sizeof(float) * nb * Di);
+        memcpy(bk, bref, sizeof(float) * nb * Di);
+        for (int b = 0; same && b < nb; b++) memcpy(bk + b * Di, bref + 5 * Di, sizeof(float) * Di);
+        int32_t qp2[2] = {63, 50}, s2[6], r2[6];
+        int32_t *ds2 = up(NULL, sizeof s2);
+        X->ops->qsa_select(X, upf(q5, 2 * Hi5 * Di), upf(bk, nb * Di), up(qp2, sizeof qp2), ds2, 2, Hi5, Di, c, n_sel);
+        X->ops->download(X, s2, ds2, sizeof s2);
+        ref_qsa_select(q5, bk, qp2, r2, 2, Hi5, Di, c, n_sel, sc);
+        float g2[6], f2[6];
+        for (int i = 0; i < 6; i++) g2[i] = (float)s2[i], f2[i] = (float)r2[i];
+        expect("qsa_select", same ? "2 queries (split), 5 heads, 16 equal blocks: lowest ids"
+                                  : "2 queries (split), 5 heads, 3 of 16 and 12 blocks",
+               g2, f2, 6, 0);
+        free(bk);
+    }
+    free(q5);
     /* attention_sparse over those selections, GQA 6/2, f32 and f16 caches */
     const int Hq = 6, Hkv = 2, D = 16, Sk = 64;
     float *qa = randn(r, T * Hq * D, 1), *k = randn(r, Sk * Hkv * D, 1), *v = randn(r, Sk * Hkv * D, 1);

@@ -107,10 +107,72 @@ typedef struct sel_job {
     const int32_t *qpos;
     int32_t *sel;
     int Hi, D, c, n_sel;
-    float *scratch; /* per thread: n_sel scores + n_sel ids (as floats' bits) */
+    float *scratch; /* per thread (or per block range): n_sel scores + n_sel ids (as floats' bits) */
     int64_t per_thread;
+    int64_t t;      /* split form: the token whose blocks are split */
+    int n_parts;    /* split form: block ranges */
+    int *part_n;    /* split form: entries in each range's heap */
 } sel_job;
 
+/* block kb's score for the query rows q[Hi][D]: the sum over heads of relu(q_h . kb), each dot product a
+ * chain in d order (ref_qsa_select's arithmetic, so the same bits). Four heads' chains run side by side in
+ * registers, which hides the add latency that one chain at a time waits on; the relus are summed in head
+ * order afterwards. */
+static float block_score(const float *q, const float *kb, int Hi, int D) {
+    float s = 0;
+    int h = 0;
+    for (; h + 4 <= Hi; h += 4) {
+        const float *q0 = q + (int64_t)h * D, *q1 = q0 + D, *q2 = q1 + D, *q3 = q2 + D;
+        float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (int d = 0; d < D; d++) {
+            const float k = kb[d];
+            a0 += q0[d] * k, a1 += q1[d] * k, a2 += q2[d] * k, a3 += q3[d] * k;
+        }
+        s += a0 > 0 ? a0 : 0;
+        s += a1 > 0 ? a1 : 0;
+        s += a2 > 0 ? a2 : 0;
+        s += a3 > 0 ? a3 : 0;
+    }
+    for (; h < Hi; h++) {
+        const float *qh = q + (int64_t)h * D;
+        float dot = 0;
+        for (int d = 0; d < D; d++) dot += qh[d] * kb[d];
+        s += dot > 0 ? dot : 0;
+    }
+    return s;
+}
+
+/* offers (s, b) to the min-heap hs / hi of at most k entries (n of them), the worst at the root */
+static void heap_offer(float *hs, int32_t *hi, int *n, int k, float s, int32_t b) {
+    int i;
+    if (*n < k) {
+        i = (*n)++;
+        for (; i > 0 && worse(s, b, hs[(i - 1) / 2], hi[(i - 1) / 2]); i = (i - 1) / 2)
+            hs[i] = hs[(i - 1) / 2], hi[i] = hi[(i - 1) / 2];
+    } else {
+        if (!worse(hs[0], hi[0], s, b)) return;
+        for (i = 0;;) { /* sift the new entry down from the root */
+            int l = 2 * i + 1, m = l;
+            if (l >= k) break;
+            if (l + 1 < k && worse(hs[l + 1], hi[l + 1], hs[l], hi[l])) m = l + 1;
+            if (!worse(hs[m], hi[m], s, b)) break;
+            hs[i] = hs[m], hi[i] = hi[m], i = m;
+        }
+    }
+    hs[i] = s, hi[i] = b;
+}
+
+/* st[0..k) = the k ids of the heap in ascending block order (an insertion sort: k is small next to nb) */
+static void heap_ids_sorted(const int32_t *hi, int32_t *st, int k) {
+    for (int i = 0; i < k; i++) st[i] = hi[i];
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && st[j - 1] > st[j]; j--) {
+            int32_t tmp = st[j];
+            st[j] = st[j - 1], st[j - 1] = tmp;
+        }
+}
+
+/* one token a range item: its blocks scored and its best n_sel kept, on one thread */
 static void sel_range(void *ctx, int64_t t0, int64_t t1, int th) {
     const sel_job *J = ctx;
     float *hs = J->scratch + th * J->per_thread;
@@ -120,41 +182,28 @@ static void sel_range(void *ctx, int64_t t0, int64_t t1, int th) {
         const int nb = (J->qpos[t] + 1) / J->c, k = J->n_sel;
         for (int i = 0; i < k; i++) st[i] = i < nb ? i : -1;
         if (nb <= k) continue;
-        /* min-heap of the k best so far, the worst at the root */
         int n = 0;
-        for (int b = 0; b < nb; b++) {
-            float s = 0;
-            const float *kb = J->blk + (int64_t)b * J->D;
-            for (int h = 0; h < J->Hi; h++) {
-                const float *qh = J->q + (t * J->Hi + h) * J->D;
-                float dot = 0;
-                for (int d = 0; d < J->D; d++) dot += qh[d] * kb[d];
-                s += dot > 0 ? dot : 0;
-            }
-            int i;
-            if (n < k) {
-                i = n++;
-                for (; i > 0 && worse(s, b, hs[(i - 1) / 2], hi[(i - 1) / 2]); i = (i - 1) / 2)
-                    hs[i] = hs[(i - 1) / 2], hi[i] = hi[(i - 1) / 2];
-            } else {
-                if (!worse(hs[0], hi[0], s, b)) continue;
-                for (i = 0;;) { /* sift the new entry down from the root */
-                    int l = 2 * i + 1, m = l;
-                    if (l >= k) break;
-                    if (l + 1 < k && worse(hs[l + 1], hi[l + 1], hs[l], hi[l])) m = l + 1;
-                    if (!worse(hs[m], hi[m], s, b)) break;
-                    hs[i] = hs[m], hi[i] = hi[m], i = m;
-                }
-            }
-            hs[i] = s, hi[i] = b;
-        }
-        /* ascending block order: an insertion sort of the k ids (k is small next to nb) */
-        for (int i = 0; i < k; i++) st[i] = hi[i];
-        for (int i = 1; i < k; i++)
-            for (int j = i; j > 0 && st[j - 1] > st[j]; j--) {
-                int32_t tmp = st[j];
-                st[j] = st[j - 1], st[j - 1] = tmp;
-            }
+        for (int b = 0; b < nb; b++)
+            heap_offer(hs, hi, &n, k, block_score(J->q + t * J->Hi * J->D, J->blk + (int64_t)b * J->D, J->Hi, J->D), b);
+        heap_ids_sorted(hi, st, k);
+    }
+}
+
+/* the split form (fewer tokens than threads: a decode step): part p of J->n_parts scores its share of
+ * token J->t's blocks into its own heap (region p of the scratch) */
+static void sel_part(void *ctx, int64_t p0, int64_t p1, int th) {
+    (void)th;
+    const sel_job *J = ctx;
+    const int nb = (J->qpos[J->t] + 1) / J->c;
+    for (int64_t p = p0; p < p1; p++) {
+        float *hs = J->scratch + p * J->per_thread;
+        int32_t *hi = (void *)(hs + J->n_sel);
+        const int b0 = (int)(nb * p / J->n_parts), b1 = (int)(nb * (p + 1) / J->n_parts);
+        int n = 0;
+        for (int b = b0; b < b1; b++)
+            heap_offer(hs, hi, &n, J->n_sel,
+                       block_score(J->q + J->t * J->Hi * J->D, J->blk + (int64_t)b * J->D, J->Hi, J->D), b);
+        J->part_n[p] = n;
     }
 }
 
@@ -164,10 +213,36 @@ void cpu_qsa_select(exec *x, const float *q, const float *blk, const int32_t *qp
     cpu_exec *ce = cpu_of(x);
     const int nt = pool_n_threads(ce->pool);
     const int64_t per = 2LL * n_sel + 16;
-    float *sc = cbuf_get(x, &ce->qsa, sizeof(float) * (size_t)(per * nt), "QSA selection scratch");
+    /* nt regions (a thread's heap, or a block range's), and one more for the split form's merge */
+    float *sc = cbuf_get(x, &ce->qsa, sizeof(float) * (size_t)(per * (nt + 1)), "QSA selection scratch");
     if (!sc) return;
-    sel_job J = {q, blk, qpos, sel, Hi, D, c, n_sel, sc, per};
-    pool_run(ce->pool, T, 1, sel_range, &J);
+    sel_job J = {q, blk, qpos, sel, Hi, D, c, n_sel, sc, per, 0, nt, NULL};
+    if (T >= nt || nt == 1) {
+        pool_run(ce->pool, T, 1, sel_range, &J);
+        return;
+    }
+    /* fewer tokens than threads: each token's blocks split over the threads, each range keeping its best
+     * n_sel; the union of the ranges' bests holds the token's best n_sel, picked by the same total order
+     * (score, then lower index), so the selection does not depend on the split */
+    int part_n[64];
+    J.n_parts = nt < 64 ? nt : 64, J.part_n = part_n;
+    float *ms = sc + (int64_t)nt * per;
+    int32_t *mi = (void *)(ms + n_sel);
+    for (int t = 0; t < T; t++) {
+        int32_t *st = sel + (int64_t)t * n_sel;
+        const int nb = (qpos[t] + 1) / c;
+        for (int i = 0; i < n_sel; i++) st[i] = i < nb ? i : -1;
+        if (nb <= n_sel) continue;
+        J.t = t;
+        pool_run(ce->pool, J.n_parts, 1, sel_part, &J);
+        int n = 0;
+        for (int p = 0; p < J.n_parts; p++) {
+            const float *hs = sc + p * per;
+            const int32_t *hi = (const void *)(hs + n_sel);
+            for (int i = 0; i < part_n[p]; i++) heap_offer(ms, mi, &n, n_sel, hs[i], hi[i]);
+        }
+        heap_ids_sorted(mi, st, n_sel);
+    }
 }
 
 /* ---------------------------------------------------------------- sparse attention */
@@ -271,7 +346,7 @@ void cpu_attention_sparse(exec *x, const float *q, const void *k, const void *v,
 int64_t cpu_qsa_scratch(const exec_plan *p, int n_threads) {
     if (!p->qsa_keys) return 0;
     const int64_t nk = p->qsa_keys + 1;
-    /* sparse attention: a head's scores and key rows (2 nk) and one converted cache row (<= heads x d); the
-     * selection's 2 n_sel + 16 fit in that */
-    return (int64_t)n_threads * (2 * nk + (int64_t)p->qsa_heads * p->attn_d + 32);
+    /* sparse attention: a head's scores and key rows (2 nk) and one converted cache row (<= heads x d) a
+     * thread; the selection's 2 n_sel + 16 a thread and one more such region (its merge) fit in that */
+    return (int64_t)n_threads * (2 * nk + (int64_t)p->qsa_heads * p->attn_d + 32) + 2 * nk + 32;
 }
