@@ -14,11 +14,18 @@
  *   qwen4exp-long  F16    5.34e-4   3.96e-3   1.60e-2   4.68e-2
  *   qwen4exp-long  Q8_0   4.42e-2   4.50e-2   6.13e-2   8.30e-2
  *
+ * The same 100 prompts on the AVX-512 kernels (an Intel Xeon VM, 2026-12-02) agree except in the tail of
+ * qwen4exp-dense F16 (2 experts, top 1: a router flip moves a whole token's FFN): median 6.10e-4, mean
+ * 3.86e-3, p90 1.34e-2, max 8.05e-2 (one prompt, among seeds 1..16, so the default run failed on it; 2.7x
+ * the AVX2 max); qwen4exp-moe F16 median 8.64e-3, max 3.74e-2; qwen4exp-long F16 max 4.69e-2; the Q8_0
+ * rows the same to three digits.
+ *
  * The F16 rows have a median at the rounding itself (~5e-4) and a tail 20-90x higher on a few prompts: a
  * discrete choice flips where two candidates nearly tie (a QSA block's indexer score, a router's top-k;
- * qwen35moe's Q8_0 files show the same shape). Tolerance = 1.5 x the max of 100 prompts, rounded up, as in
- * qwen35_tol.h: a new prompt exceeds the max of 100 with probability about 1/101, and the half again covers
- * the tail beyond it. A state, chunk or selection bug gives errors of order 1. */
+ * qwen35moe's Q8_0 files show the same shape). Tolerance = 1.5 x the max of 100 prompts (the larger of the
+ * two instruction sets'), rounded up, as in qwen35_tol.h: a new prompt exceeds the max of 100 with
+ * probability about 1/101, and the half again covers the tail beyond it. A state, chunk or selection bug
+ * gives errors of order 1. */
 #ifndef LLM170_TESTS_QWEN4EXP_TOL_H
 #define LLM170_TESTS_QWEN4EXP_TOL_H
 
@@ -34,7 +41,7 @@
 #define Q4X_LONG_MEAN16_F16 1.4e-2f
 #define Q4X_LONG_MEAN16_Q8_0 5.5e-2f
 
-#define Q4X_DENSE_TOL_F16 4.5e-2f
+#define Q4X_DENSE_TOL_F16 0.125f /* AVX-512 max 8.05e-2 (AVX2: 2.96e-2) */
 #define Q4X_DENSE_TOL_Q8_0 0.2f
 #define Q4X_MOE_TOL_F16 6e-2f
 #define Q4X_MOE_TOL_Q8_0 0.16f
