@@ -224,7 +224,7 @@ void cpu_qsa_select(exec *x, const float *q, const float *blk, const int32_t *qp
     /* fewer tokens than threads: each token's blocks split over the threads, each range keeping its best
      * n_sel; the union of the ranges' bests holds the token's best n_sel, picked by the same total order
      * (score, then lower index), so the selection does not depend on the split */
-    int part_n[64];
+    int part_n[64] = {0}; /* each written by its part (sel_part) */
     J.n_parts = nt < 64 ? nt : 64, J.part_n = part_n;
     float *ms = sc + (int64_t)nt * per;
     int32_t *mi = (void *)(ms + n_sel);
