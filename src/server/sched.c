@@ -448,16 +448,15 @@ static void step(srv_sched *s, srv_plan_slot *plan, int *take, llm170_seq_batch 
     }
     int total = srv_plan_step(plan, n, s->p.n_batch, s->p.prefill_chunk, take);
     if (total == 0) return;
-    int nb = 0, row = 0;
-    for (int i = 0; i < n; i++) {
+    /* the batch in srv_plan_order's order: the generating slots' tokens side by side, then the prompt pieces */
+    for (int i = 0; i < n; i++) s->slots[i].row = -1;
+    int nb = srv_plan_order(take, n, bslot);
+    for (int b = 0; b < nb; b++) {
+        int i = bslot[b];
         slot *sl = &s->slots[i];
-        sl->row = -1;
-        if (!take[i]) continue;
         const int32_t *t = plan[i].generating ? &sl->pending : sl->job->prompt + sl->n_done;
-        batch[nb] = (llm170_seq_batch){i, take[i], t, false};
-        bslot[nb++] = i;
-        if (plan[i].generating) sl->row = row;
-        row++;
+        batch[b] = (llm170_seq_batch){i, take[i], t, false};
+        if (plan[i].generating) sl->row = b; /* one logits row per span, in batch order */
     }
     double t0 = now_s();
     int rc = llm170_decode(s->ctx, batch, nb);

@@ -4,7 +4,8 @@
  * Slots: the context has N sequences, one per slot. A job is taken from the bounded FIFO queue only when
  * a slot is free (never dequeued into nowhere). Each step decodes, in ONE llm170_decode, the next token of
  * every generating slot plus prompt chunks of prefilling slots in arrival order, up to a per-step token
- * budget (continuous batching: jobs join and leave between steps).
+ * budget and, while slots generate, a prefill cap (srv_plan_step; the decode rows first in the batch,
+ * srv_plan_order) (continuous batching: jobs join and leave between steps).
  * Prefix reuse: a free slot keeps the tokens its sequence holds. A new job picks the free slot sharing the
  * longest prefix with its prompt and skips decoding that prefix: attention-only models truncate the
  * sequence to it; hybrid (GDN) models, whose state cannot be rolled back, reuse either the slot's whole
@@ -126,9 +127,23 @@ typedef struct srv_plan_slot {
 /* Fills take[i] (tokens slot i decodes this step): 1 per generating slot, then prefill chunks in arrival
  * order within what is left of budget, and at most `chunk` prefill tokens while any slot is generating
  * (chunk <= 0: no such cap), so that a new prompt delays the running streams by a chunk's time, not a
- * whole prompt's. A generating slot always gets its token, even past the budget, so decoding never
- * starves. Returns the total. */
+ * whole prompt's. A prompt longer than the step's cap is cut into even pieces (as few steps as the cap
+ * allows, the pieces differing by at most one token: the same passes, a shorter longest step). While
+ * slots generate under a cap of >= 2 * SRV_PLAN_MIN_PIECE, a piece that does not finish its prompt is at
+ * least SRV_PLAN_MIN_PIECE tokens, else that prompt waits for the next step (a shorter one would run row
+ * by row on the CPU, several times a full piece's cost per token). A generating slot always gets its
+ * token, even past the budget, so decoding never starves. Returns the total. */
+#define SRV_PLAN_MIN_PIECE 16
 int srv_plan_step(const srv_plan_slot *s, int n, int budget, int chunk, int *take);
+
+/* The batch order of a step: writes the slots with take[i] > 0 to order[] by span length, shortest first
+ * (slot order among equals), and returns how many. Every generating slot's one token then comes first,
+ * side by side: a backend that runs short spans row by row (the CPU: spans of < 16 tokens) takes the
+ * decode rows as one run of consecutive rows, which share each pass over a weight row, where a prompt
+ * piece placed between them would split the run in two (a second pass over every weight row: ~15 ms a step on
+ * the 0.5B model, docs/benchmarks.md, "Server: where the inter-token latency tail came from"). A row's
+ * bits do not depend on its place in the batch. */
+int srv_plan_order(const int *take, int n, int *order);
 
 enum srv_reuse { SRV_REUSE_NONE, SRV_REUSE_KEEP, SRV_REUSE_TRUNCATE, SRV_REUSE_RESTORE };
 

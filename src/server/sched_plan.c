@@ -11,7 +11,9 @@ int srv_plan_step(const srv_plan_slot *s, int n, int budget, int chunk, int *tak
         total += take[i];
     }
     int left = budget - total;
-    if (total > 0 && chunk > 0 && left > chunk) left = chunk;
+    const bool decoding = total > 0 && chunk > 0; /* the step's length delays running streams */
+    if (decoding && left > chunk) left = chunk;
+    const int cap = left; /* prompt tokens this step may take */
     /* prefilling slots by arrival: a selection pass per chunk keeps this O(n^2) for n <= a few hundred */
     for (;;) {
         int best = -1;
@@ -19,11 +21,36 @@ int srv_plan_step(const srv_plan_slot *s, int n, int budget, int chunk, int *tak
             if (!s[i].generating && s[i].prefill_left > 0 && take[i] == 0 && (best < 0 || s[i].order < s[best].order))
                 best = i;
         if (best < 0 || left <= 0) break;
-        take[best] = s[best].prefill_left < left ? s[best].prefill_left : left;
-        left -= take[best];
-        total += take[best];
+        int want = s[best].prefill_left;
+        if (want > cap) {
+            /* the fewest steps of at most `cap` tokens, in even pieces: 255 tokens under a cap of 96 go as
+               85 + 85 + 85, not 96 + 96 + 63 (the same passes, a shorter longest step) */
+            int pieces = (want + cap - 1) / cap;
+            want = (want + pieces - 1) / pieces;
+        }
+        if (want > left) want = left;
+        /* beside running streams, under a cap that holds full pieces, a piece that leaves part of its prompt
+           for later is never a sliver: it would run row by row (a CPU pass takes the int8 products only for
+           spans of >= 16 tokens) at several times a full piece's cost per token, lengthening the streams'
+           step, and the prompt needs as many later steps either way */
+        if (decoding && cap >= 2 * SRV_PLAN_MIN_PIECE && want < SRV_PLAN_MIN_PIECE && want < s[best].prefill_left)
+            break;
+        take[best] = want;
+        left -= want;
+        total += want;
     }
     return total;
+}
+
+int srv_plan_order(const int *take, int n, int *order) {
+    int nb = 0;
+    for (int i = 0; i < n; i++) {
+        if (!take[i]) continue;
+        int k = nb++;
+        for (; k > 0 && take[order[k - 1]] > take[i]; k--) order[k] = order[k - 1]; /* stable insertion */
+        order[k] = i;
+    }
+    return nb;
 }
 
 int srv_prefix_reuse(const int32_t *cache, int n_cache, int ckpt_pos, bool recurrent, const int32_t *prompt,

@@ -15,7 +15,7 @@ typedef struct srv_config {
     int n_ctx;              /* tokens per slot */
     int n_slots;            /* --parallel */
     int n_batch;            /* per-step token budget */
-    int prefill_chunk;      /* prompt tokens a step takes while other slots generate (0: n_batch) */
+    int prefill_chunk;      /* most prompt tokens a step takes while other slots generate (0: n_batch) */
     const char *device;     /* llm170_model_params.device: "cpu" (NULL), "cuda", "cuda:N" */
     int n_threads;
     int queue_cap;

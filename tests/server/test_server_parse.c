@@ -103,6 +103,41 @@ static void check_plan(void) {
     CHECKF(total == 40 && take[0] == 30 && take[1] == 10, "no decode: total %d (%d %d)", total, take[0], take[1]);
 }
 
+/* The step planner's even pieces and its rule against slivers (the ITL tail of `llm170 serve` at 8 clients:
+ * docs/benchmarks.md, "Server: where the inter-token latency tail came from"). */
+static void check_plan_pieces(void) {
+    int take[3];
+    /* a 255-token prompt under a cap of 96 beside a running stream: 85 + 85 + 85, not 96 + 96 + 63 */
+    srv_plan_slot a[2] = {{true, 0, 0}, {false, 255, 1}};
+    int total = srv_plan_step(a, 2, 512, 96, take);
+    CHECKF(total == 86 && take[1] == 85, "even pieces: %d", take[1]);
+    a[1].prefill_left = 170;
+    CHECKF(srv_plan_step(a, 2, 512, 96, take) == 86 && take[1] == 85, "even pieces, second: %d", take[1]);
+    a[1].prefill_left = 85;
+    CHECKF(srv_plan_step(a, 2, 512, 96, take) == 86 && take[1] == 85, "even pieces, last: %d", take[1]);
+    /* a prompt that fits the cap is taken whole */
+    a[1].prefill_left = 96;
+    CHECKF(srv_plan_step(a, 2, 512, 96, take) == 97 && take[1] == 96, "whole: %d", take[1]);
+    /* the 11 tokens the first piece leaves are no sliver of the next prompt: it waits for its own step */
+    srv_plan_slot b[3] = {{true, 0, 0}, {false, 255, 1}, {false, 255, 2}};
+    total = srv_plan_step(b, 3, 512, 96, take);
+    CHECKF(total == 86 && take[1] == 85 && take[2] == 0, "no sliver: %d %d", take[1], take[2]);
+    /* ... but a prompt those tokens finish takes them */
+    b[2].prefill_left = 11;
+    total = srv_plan_step(b, 3, 512, 96, take);
+    CHECKF(total == 97 && take[1] == 85 && take[2] == 11, "finishing piece: %d %d", take[1], take[2]);
+    /* with no stream running the budget is filled, short piece or not */
+    srv_plan_slot c[2] = {{false, 500, 1}, {false, 255, 2}};
+    total = srv_plan_step(c, 2, 512, 96, take);
+    CHECKF(total == 512 && take[0] == 500 && take[1] == 12, "no decode: %d %d", take[0], take[1]);
+    /* the batch order: the decode rows side by side before the prompt pieces, slot order among equals */
+    int t8[8] = {1, 1, 1, 85, 0, 1, 1, 12}, order[8];
+    int nb = srv_plan_order(t8, 8, order);
+    CHECKF(nb == 7 && order[0] == 0 && order[1] == 1 && order[2] == 2 && order[3] == 5 && order[4] == 6 &&
+               order[5] == 7 && order[6] == 3,
+           "order: %d %d %d %d %d %d %d", order[0], order[1], order[2], order[3], order[4], order[5], order[6]);
+}
+
 static void check_reuse(void) {
     int32_t cache[6] = {1, 2, 3, 4, 5, 6}, p1[5] = {1, 2, 3, 9, 9}, p2[8] = {1, 2, 3, 4, 5, 6, 7, 8}, p3[4] = {1, 2, 3, 4};
     int how;
@@ -136,6 +171,7 @@ static void check_stop(void) {
 int main(void) {
     check_parse();
     check_plan();
+    check_plan_pieces();
     check_reuse();
     check_stop();
     return check_report("test_server_parse");
