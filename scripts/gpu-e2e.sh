@@ -32,7 +32,7 @@ step() { # name timeout command...
   echo "[$name] ${res[$name]}" >&2
 }
 step conformance 30 "${B[@]}" cuda-check --filter backend
-[ "${E2E_KERNELS:-1}" = 1 ] && step cuda-check 150 "${B[@]}" cuda-check # every kernel case (E2E_KERNELS=0 skips)
+[ "${E2E_KERNELS:-1}" = 1 ] && step cuda-check 240 "${B[@]}" cuda-check # every kernel case (E2E_KERNELS=0 skips)
 step engine 120 "${B[@]}" cuda-check --engine --dir "$OUT" -t 8
 plants=()
 for d in .devbin/plant-*/; do # each staged planted-bug binary: its engine check must FAIL

@@ -22,6 +22,8 @@
 # seqs alone = in the batch" rows must fail.
 # scripts/plants/NAME.env, when there, holds VAR=value words the plant's steps run under (a plant in an
 # experiment's kernel needs the variable that selects it).
+# pdl-no-wait: k_quantize_q8_1 (the q8_1 quantize and the fused rms_norm / swiglu forms) without pdl_enter(),
+# so on sm_90 it reads its input while the kernel before it may still be writing it: the engine check must fail.
 # gemv-mma-order: k_gemv_mma visits its leaves in lane order instead of bit-reversed, a tree other than the
 # butterfly of the one-row kernel: cuda-check's "(batched)" cases must fail on their 1-row comparison
 # (under LLM170_CUDA_GEMV_BATCH=mma, its .env).

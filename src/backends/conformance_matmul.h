@@ -183,6 +183,36 @@ static void check_matmuls(rng *r) {
                 expect_matmul("matmul_experts", what, t, y, wd, x, xr, TE * TK, N, K, wrow);
                 free(y);
             }
+            /* two expert sets over the same input, one after the other (an MoE's gate and up: the CUDA
+             * executor launches them as one), then over other routed slots (it must not join those) */
+            weight we2;
+            void *edata2;
+            gguf_tensor gte2;
+            const int64_t N2 = 29;
+            if (make_weight(r, t, K, N2, E, &we2, &edata2, &gte2)) {
+                float *wd2 = malloc(sizeof(float) * (size_t)(N2 * E * K));
+                dequant(&we2, edata2, N2 * E, wd2);
+                int32_t sel2[TE * TK], wrow2[TE * TK];
+                for (int i = 0; i < TE * TK; i++) sel2[i] = sel[TE * TK - 1 - i];
+                int32_t *dsel2 = up(sel2, sizeof sel2);
+                float *dy2 = upf(NULL, TE * TK * N2);
+                for (int other = 0; other < 2; other++) {
+                    X->ops->matmul_experts(X, &we, dsel, TK, dx, false, dy, TE);
+                    X->ops->matmul_experts(X, &we2, other ? dsel2 : dsel, TK, dx, false, dy2, TE);
+                    float *y = down(dy, TE * TK * N), *y2 = down(dy2, TE * TK * N2);
+                    for (int i = 0; i < TE * TK; i++)
+                        wrow[i] = sel[i], wrow2[i] = other ? sel2[i] : sel[i], xr[i] = i / TK;
+                    char what[96];
+                    snprintf(what, sizeof what, "%s, two expert sets back to back, %s slots: the first", name,
+                             other ? "other" : "the same");
+                    expect_matmul("matmul_experts", what, t, y, wd, x, xr, TE * TK, N, K, wrow);
+                    snprintf(what, sizeof what, "%s, two expert sets back to back, %s slots: the second", name,
+                             other ? "other" : "the same");
+                    expect_matmul("matmul_experts", what, t, y2, wd2, x, xr, TE * TK, N2, K, wrow2);
+                    free(y), free(y2);
+                }
+                free(wd2), free(edata2);
+            }
             free(x), free(edata);
         }
         free(wd), free(data);

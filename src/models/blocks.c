@@ -281,9 +281,13 @@ void blk_gdn(model *m, fwd_ctx *c, const layer *L, int il, const fwd_span *spans
     for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++)
         op->conv1d_silu(x, qkv + t0 * dc, seq_state(&c->kv->seqs[spans[s].seq], il, 0), &L->ssm_conv1d,
                         conv + t0 * dc, spans[s].n, (int)dc, hp->ssm_conv);
-    op->copy_cols(x, q, conv, T, dc, 0, qk);
-    op->copy_cols(x, k, conv, T, dc, qk, qk);
-    op->copy_cols(x, v, conv, T, dc, 2 * qk, vw);
+    if (T == 1) { /* one token (a decode step): its q | k | v are already contiguous parts of the conv row */
+        q = conv, k = conv + qk, v = conv + 2 * qk;
+    } else {
+        op->copy_cols(x, q, conv, T, dc, 0, qk);
+        op->copy_cols(x, k, conv, T, dc, qk, qk);
+        op->copy_cols(x, v, conv, T, dc, 2 * qk, vw);
+    }
     op->l2_norm(x, q, T, Hk, Dk, hp->eps, 1.0f / sqrtf((float)Dk));
     op->l2_norm(x, k, T, Hk, Dk, hp->eps, 1.0f);
     for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++)

@@ -12,6 +12,14 @@ missing=0
 for k in $kernels; do
   if ! grep -qx "$k" <<<"$covered"; then echo "kernel $k has no conformance case (no 'covers: $k' in check_*.c)"; missing=1; fi
 done
+# Programmatic dependent launch (cuda_common.cuh): every kernel is launched through kl() and begins with
+# pdl_enter(), or it could read its input before the kernel that writes it has finished.
+for f in "$root"/src/backends/cuda/kernels/*.cu; do
+  if grep -n '<<<' "$f"; then echo "$f: a kernel launched with <<< >>> (use kl(), cuda_common.cuh)"; missing=1; fi
+  bad=$(perl -0777 -ne 'while (/__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\([^{]*\{\s*(\S+)/g) {
+      print "$1\n" if $2 ne "pdl_enter();" }' "$f")
+  for k in $bad; do echo "$f: kernel $k does not begin with pdl_enter();"; missing=1; done
+done
 n=$(grep -c . <<<"$kernels")
 [ -z "$kernels" ] && n=0
 if [ $missing -ne 0 ]; then echo "cli_cuda_kernels_covered: FAIL"; exit 1; fi

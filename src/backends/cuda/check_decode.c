@@ -177,7 +177,7 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"rms_norm_q8_1", "T1 K4096", q8_c},
     {"rms_norm_q8_1", "T5 K2880", q8_d},
     {"spin", "300 us", spin_a},
-    {"pairs", "rope2 l2_norm2 store_rows2", pairs_a},
+    {"pairs", "rope2 l2_norm2 store_rows2 add_gated_rows_res", pairs_a},
     {"swiglu_q8_1", "T1 K4864", q8_e},
     {"swiglu_q8_1", "T7 K14336", q8_f},
     {"gemv", "q4_0 K2816 N263 T1", gv_q4_0_t1},

@@ -260,9 +260,27 @@ int check_pairs(uint64_t seed, cuda_check_result *res, err *e) {
     }
     free(hh), free(kk);
     if (rc) goto done;
+    /* the MoE's last two ops in one launch: y += sigmoid(gate) * in, then res += y (cuda_add_gated_rows_res),
+     * against cuda_add_gated_rows and cuda_add: y and res bit for bit (T rows of H1 * D) */
+    float *yA = dpool_up(&dp, a, 4 * n1, e), *yB = dpool_up(&dp, a, 4 * n1, e), *in = dpool_up(&dp, wa, 4 * n1, e);
+    float *gate = dpool_up(&dp, b, 4 * T, e), *rA = dpool_up(&dp, ga, 4 * n1, e), *rB = dpool_up(&dp, ga, 4 * n1, e);
+    if (!yA || !yB || !in || !gate || !rA || !rB) {
+        rc = e->code;
+        goto done;
+    }
+    if ((rc = kcheck(cuda_add_gated_rows_res(yA, in, gate, rA, T, (int64_t)H1 * D, 0), e, "cuda_add_gated_rows_res")) ||
+        (rc = kcheck(cuda_add_gated_rows(yB, in, gate, T, (int64_t)H1 * D, 0), e, "cuda_add_gated_rows")) ||
+        (rc = kcheck(cuda_add(rB, yB, (int64_t)n1, 0), e, "cuda_add")))
+        goto done;
+    for (int pass = 0; pass < 2; pass++) {
+        if ((rc = cu_download(ga, pass ? rA : yA, 4 * n1, e)) || (rc = cu_download(wa, pass ? rB : yB, 4 * n1, e)))
+            goto done;
+        for (size_t i = 0; i < n1; i++) bad += memcmp(&ga[i], &wa[i], 4) != 0;
+    }
     res->max_err = (double)bad;
     res->tol = 0;
-    snprintf(res->detail, sizeof res->detail, "rope2, l2_norm2, store_rows2 (f16) vs one launch a buffer: values off");
+    snprintf(res->detail, sizeof res->detail,
+             "rope2, l2_norm2, store_rows2 (f16), add_gated_rows_res vs one launch a buffer: values off");
 done:
     dpool_free(&dp);
     free(a), free(b), free(ga), free(gb), free(wa), free(wb);

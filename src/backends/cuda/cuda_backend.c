@@ -93,7 +93,10 @@ static cuda_qmat expert_qmat(const cuda_weight *cw, int e) {
  * by a matmul whose output overlaps it) */
 static int quantize_in(exec *x, const float *in, int n, int64_t K, const char *op, const char *name) {
     cuda_exec *c = cx_of(x);
-    if (c->xq_src == in && c->xq_n == n && c->xq_K == K) return 0;
+    /* q8_1 blocks are 32 values each and rows are back to back in xq / ds, so the same values as other rows
+     * of K % 32 == 0 are the same bytes (the MoE's swiglu quantizes T rows of moe_k x n_ff_exp, its down
+     * projection reads them as T x moe_k rows of n_ff_exp) */
+    if (c->xq_src == in && (int64_t)c->xq_n * c->xq_K == (int64_t)n * K && K % 32 == 0) return 0;
     cx_prof_mark(x, "quantize_q8_1", NULL);
     c->xq_src = NULL;
     if (cx_kfail(x, cuda_quantize_q8_1(in, c->xq, c->ds, n, (int)K, c->st), op, name)) return 1;
@@ -113,6 +116,13 @@ void cx_pend_flush(exec *x, float *res) {
     if (!n) return;
     c->pend.n = 0;
     if (x->status) return;
+    if (c->pend.sel) { /* routed experts (cx_matmul_experts): one launch for the matrices of one expert set */
+        cx_kfail(x,
+                 cuda_gemv_q_experts_group(c->pend.q, n, c->pend.E, c->pend.sel, c->pend.slots, c->pend.xdiv, c->xq,
+                                           c->ds, c->pend.y, c->st),
+                 "matmul_experts", c->pend.name);
+        return;
+    }
     const int st = res      ? cuda_gemv_q_res(&c->pend.q[0], c->xq, c->ds, c->pend.y[0], res, c->pend.T, c->st)
                    : n == 1 ? cuda_gemv_q(&c->pend.q[0], c->xq, c->ds, c->pend.y[0], c->pend.T, c->st)
                             : cuda_gemv_q_group(c->pend.q, n, c->xq, c->ds, c->pend.y, c->pend.T, c->st);
@@ -122,7 +132,8 @@ void cx_pend_flush(exec *x, float *res) {
 /* Whether a GEMV of W over in[T] into y may join the pending ones: the same q8_1 rows (in is what xq
  * holds), type and width, room in the group, and y apart from every pending output. */
 static bool pend_joins(const cuda_exec *c, const cuda_weight *cw, const float *in, const float *y, int T) {
-    if (!c->pend.n || c->pend.n >= CUDA_GEMV_GROUP || !cw->planes || c->pend.T != T || T > CUDA_GEMV_MAX_ROWS ||
+    if (!c->pend.n || c->pend.sel || c->pend.n >= CUDA_GEMV_GROUP || !cw->planes || c->pend.T != T ||
+        T > CUDA_GEMV_MAX_ROWS ||
         c->xq_src != in || c->xq_n != T || c->xq_K != cw->K || cw->type != c->pend.q[0].type ||
         cw->K != c->pend.q[0].K)
         return false;
@@ -134,6 +145,15 @@ static bool pend_joins(const cuda_exec *c, const cuda_weight *cw, const float *i
     return true;
 }
 
+/* whether y[0 .. n) overlaps a pending GEMV's output (T rows of its N) */
+static bool overlaps_pend(const cuda_exec *c, const float *y, int64_t n, int64_t T) {
+    for (int i = 0; i < c->pend.n; i++) {
+        const int64_t np = T * c->pend.q[i].N;
+        if (y < c->pend.y[i] + np && c->pend.y[i] < y + n) return true;
+    }
+    return false;
+}
+
 /* rows [r0, r0 + n) of x through the GEMV (up to 8: deferred, cx_pend_flush; more: one batched launch) */
 static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *in, float *y, int r0, int n) {
     cuda_exec *c = cx_of(x);
@@ -143,7 +163,7 @@ static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *i
     if (!joins && quantize_in(x, in + (int64_t)r0 * K, n, K, "matmul", w->name)) return;
     cx_prof_mark(x, "gemv", w->name);
     if (n <= CUDA_GEMV_MAX_ROWS) { /* deferred: another GEMV or an add may join the launch */
-        if (!joins) c->pend.T = n, c->pend.name = w->name;
+        if (!joins) c->pend.T = n, c->pend.name = w->name, c->pend.sel = NULL;
         c->pend.q[c->pend.n] = *q, c->pend.y[c->pend.n] = y + (int64_t)r0 * N;
         c->pend.n++;
         return;
@@ -256,6 +276,20 @@ void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, cons
     }
     if (!T) return;
     const int xdiv = in_per_slot ? 1 : K;
+    /* deferred like a GEMV: the next expert set over the same routed slots and q8_1 rows (gate and up)
+     * joins it as one launch (each member's blocks as in a launch of its own: the same bits) */
+    const bool joins = c->pend.n && c->pend.sel == sel && c->pend.n < CUDA_GEMV_GROUP && c->pend.slots == slots &&
+                       c->pend.xdiv == xdiv && c->pend.E == cw->E && !is_float_type(cw->type) &&
+                       cw->type == c->pend.q[0].type && cw->K == c->pend.q[0].K && c->xq_src == in &&
+                       (int64_t)c->xq_n * c->xq_K == n_in * cw->K && !overlaps_pend(c, y, slots * cw->N, slots);
+    if (joins) {
+        cx_graph_tick(x);
+        cx_prof_mark(x, "gemv_experts", w->name);
+        c->pend.q[c->pend.n] = cw->q, c->pend.q[c->pend.n].N = cw->N, c->pend.y[c->pend.n] = y;
+        c->pend.n++;
+        wrote(c, y, slots * cw->N);
+        return;
+    }
     cx_pend_flush(x, NULL);
     cx_graph_tick(x);
     if (is_float_type(cw->type)) {
@@ -270,8 +304,8 @@ void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, cons
     q.N = cw->N; /* rows per expert; the kernel offsets by sel * N */
     if (quantize_in(x, in, (int)n_in, cw->K, "matmul_experts", w->name)) return;
     cx_prof_mark(x, "gemv_experts", w->name);
-    cx_kfail(x, cuda_gemv_q_experts(&q, (int)cw->E, sel, (int)slots, xdiv, c->xq, c->ds, y, c->st), "matmul_experts",
-             w->name);
+    c->pend.n = 1, c->pend.T = 1, c->pend.name = w->name, c->pend.q[0] = q, c->pend.y[0] = y;
+    c->pend.sel = sel, c->pend.E = (int)cw->E, c->pend.slots = (int)slots, c->pend.xdiv = xdiv;
     wrote(c, y, slots * cw->N);
 }
 

@@ -77,6 +77,9 @@ void cx_pop_flush(exec *x) {
     else if (kind == CX_POP_STORE)
         cx_kfail(x, cuda_store_rows(c->pop.dst, c->pop.type, c->pop.src, c->pop.rows, c->pop.width, c->st), "store_rows",
                  "");
+    else if (kind == CX_POP_GATED)
+        cx_kfail(x, cuda_add_gated_rows(c->pop.x, c->pop.src, c->pop.factors, c->pop.rows, c->pop.width, c->st),
+                 "add_gated_rows", "");
     else
         cx_kfail(x, cuda_l2_norm(c->pop.x, c->pop.rows, c->pop.D, c->pop.eps, c->pop.scale, c->st), "l2_norm", "");
 }
@@ -143,7 +146,16 @@ static void cx_rms_norm_heads(exec *x, float *io, const weight *w, int T, int H,
 
 static void cx_add(exec *x, float *y, const float *in, int64_t n) {
     cuda_exec *c = cx_of(x);
-    if (c->pend.n == 1 && in == c->pend.y[0] && n == (int64_t)c->pend.T * c->pend.q[0].N &&
+    if (c->pop.kind == CX_POP_GATED && in == c->pop.x && n == c->pop.rows * c->pop.width &&
+        apart(y, sizeof(float) * (size_t)n, in, sizeof(float) * (size_t)n)) { /* y += the rows just gated */
+        float *g = c->pop.x;
+        const float *src = c->pop.src, *gate = c->pop.factors;
+        const int64_t T = c->pop.rows, C = c->pop.width;
+        joined(x);
+        RUN(x, "add", cuda_add_gated_rows_res(g, src, gate, y, T, C, ST(x)));
+        return;
+    }
+    if (c->pend.n == 1 && !c->pend.sel && in == c->pend.y[0] && n == (int64_t)c->pend.T * c->pend.q[0].N &&
         (y + n <= c->pend.y[0] || c->pend.y[0] + n <= y)) { /* y += the GEMV just deferred: one launch for both */
         x->stats.n_ops++;
         c->xq_src = NULL;
@@ -382,6 +394,12 @@ static void cx_moe_combine(exec *x, float *y, const float *ys, const int32_t *se
 
 static void cx_add_gated_rows(exec *x, float *y, const float *in, const float *gate, int T, int C) {
     OP(x, "add_gated_rows");
+    cuda_exec *c = cx_of(x);
+    if (!x->status && T > 0 && C > 0 && small_pass(c)) { /* an add of y into the residual may join it (cx_add) */
+        c->pop.kind = CX_POP_GATED, c->pop.x = y, c->pop.src = in, c->pop.factors = gate, c->pop.rows = T;
+        c->pop.width = C;
+        return;
+    }
     RUN(x, "add_gated_rows", cuda_add_gated_rows(y, in, gate, T, C, ST(x)));
 }
 

@@ -61,15 +61,18 @@ typedef struct cuda_exec {
         float *y[CUDA_GEMV_GROUP];
         int T;
         const char *name; /* the first weight's, for a failure */
+        const int32_t *sel; /* routed experts (cx_matmul_experts): the slots' expert ids; NULL: plain GEMVs */
+        int E, slots, xdiv; /* experts a matrix holds, routed slots, slots per q8_1 row (as cuda_gemv_q_experts) */
     } pend;
     struct {              /* a rope, store_rows or l2_norm of a small pass not launched yet: the same op on a
-                           * second buffer right after it joins it (q and k; the K and V stores; cx_pop_flush) */
+                           * second buffer right after it joins it (q and k; the K and V stores; cx_pop_flush);
+                           * an add_gated_rows: the add of its output into the residual right after it joins it */
         int kind;         /* CX_POP_* */
-        float *x;         /* rope, l2_norm: the buffer */
+        float *x;         /* rope, l2_norm, add_gated_rows: the buffer */
         void *dst;        /* store_rows */
-        const float *src;
+        const float *src; /* store_rows; add_gated_rows: in */
         const int32_t *pos;
-        const float *factors;
+        const float *factors; /* rope; add_gated_rows: the gate */
         rope_params rp;
         int T, H, D, type;
         int64_t rows, width;
@@ -115,7 +118,7 @@ int cx_kfail(exec *x, int status, const char *op, const char *what);
 /* An F32 weight's device values (norm weights, biases, conv kernels, gates); NULL + failure otherwise */
 const float *cx_f32(exec *x, const weight *w, const char *op);
 
-enum { CX_POP_NONE, CX_POP_ROPE, CX_POP_STORE, CX_POP_L2 };
+enum { CX_POP_NONE, CX_POP_ROPE, CX_POP_STORE, CX_POP_L2, CX_POP_GATED };
 /* launches the deferred small op, if any (cuda_exec.c) */
 void cx_pop_flush(exec *x);
 /* Launches the deferred small op and then the deferred GEMV, if any, adding its output into res[T][N] in the same launch when res is not

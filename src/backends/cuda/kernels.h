@@ -67,6 +67,10 @@ int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, const float *
  * expert id read on the device (ids outside [0, E) leave their row untouched). x given as q8_1 rows. */
 int cuda_gemv_q_experts(const cuda_qmat *W, int E, const int32_t *sel, int n_slots, int xdiv, const int8_t *xq,
                         const float *ds, float *y, cudaStream_t s);
+/* n (1..CUDA_GEMV_GROUP) expert sets of one type, width and E over the same slots and activations in one
+ * launch (an MoE's gate and up experts): y[i] as cuda_gemv_q_experts over W[i] alone, bit for bit */
+int cuda_gemv_q_experts_group(const cuda_qmat *W, int n, int E, const int32_t *sel, int n_slots, int xdiv,
+                              const int8_t *xq, const float *ds, float *const *y, cudaStream_t s);
 
 /* --- float-weight matmul (kernels/matmul_f.cu): W F32 / F16 / BF16 [N][K], x f32, f32 accumulation.
  * sel NULL: y[T][N] = x[T][K] . W^T. sel set: W is [E][N][K] and T counts routed slots, as
@@ -101,6 +105,10 @@ int cuda_conv1d_silu(const float *x, float *state, const float *w, float *y, int
 int cuda_moe_combine(float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K, int C,
                      cudaStream_t s); /* K <= 64 */
 int cuda_add_gated_rows(float *y, const float *in, const float *gate, int64_t T, int64_t C, cudaStream_t s);
+/* the same, then res[T][C] += y in the same launch (the residual add after an MoE; the executor's join):
+ * y and res bit-identical to cuda_add_gated_rows then cuda_add. y and res must not overlap. */
+int cuda_add_gated_rows_res(float *y, const float *in, const float *gate, float *res, int64_t T, int64_t C,
+                            cudaStream_t s);
 
 /* --- attention over any cache type (kernels/attention.cu): ref_attention with device qpos / kpos; caches
  * F32, F16, BF16 or Q8_0 (tk, tv: enum qtype); D <= 256 --- */

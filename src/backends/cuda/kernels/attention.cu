@@ -31,6 +31,7 @@ __global__ void __launch_bounds__(128)
     k_attention(const float *__restrict__ q, const void *__restrict__ k, const void *__restrict__ v,
                 float *__restrict__ out, const int32_t *__restrict__ qpos, const int32_t *__restrict__ kpos, int T,
                 int S, int Hq, int Hkv, int D, float scale, int window) {
+    pdl_enter();
     const int lane = threadIdx.x & 31;
     const int64_t w = blockIdx.x * 4 + (threadIdx.x >> 5);
     if (w >= (int64_t)T * Hq) return;
@@ -78,7 +79,7 @@ template <int CK>
 static int launch_v(int tv, dim3 g, const float *q, const void *k, const void *v, float *out, const int32_t *qpos,
                     const int32_t *kpos, int T, int S, int Hq, int Hkv, int D, float scale, int window,
                     cudaStream_t s) {
-#define AV(CV) k_attention<CK, CV><<<g, 128, 0, s>>>(q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window)
+#define AV(CV) kl(k_attention<CK, CV>, g, 128, 0, s, q, k, v, out, qpos, kpos, T, S, Hq, Hkv, D, scale, window)
     switch (tv) {
     case QT_F32: AV(QT_F32); break;
     case QT_F16: AV(QT_F16); break;

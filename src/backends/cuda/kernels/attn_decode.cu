@@ -231,6 +231,7 @@ __global__ void __launch_bounds__(32 * ATTN_WARPS)
                         const int32_t *__restrict__ qpos_p, const int32_t *__restrict__ kpos,
                         const int32_t *__restrict__ n_kv_p, int n_kv_val, int Hkv, int G, float scale, int window,
                         int chunk, float *__restrict__ part) {
+    pdl_enter();
     if constexpr (V2)
         attn_split_v2<DL>(q, k, v, *qpos_p, kpos, n_kv_p ? *n_kv_p : n_kv_val, blockIdx.y, Hkv, G, scale, window, chunk,
                           part);
@@ -261,6 +262,7 @@ template <int DL, int CAP, bool V2>
 __global__ void __launch_bounds__(32 * ATTN_WARPS)
     k_attn_decode_split_seqs(const attn_seqs<CAP> P, const float *__restrict__ q, const int32_t *__restrict__ kpos,
                              int Hkv, int G, float scale, int window, int64_t pstride, float *__restrict__ part) {
+    pdl_enter();
     const cuda_attn_seq a = P.s[blockIdx.z];
     const int S = a.pos + 1, ns = n_splits(S), chunk = (S + ns - 1) / ns;
     if ((int)blockIdx.y >= ns) return;
@@ -278,6 +280,7 @@ __global__ void __launch_bounds__(32 * ATTN_WARPS)
 template <int CAP>
 __global__ void k_store_rows_seqs(const attn_seqs<CAP> P, const float *__restrict__ kn, const float *__restrict__ vn,
                                   int width) {
+    pdl_enter();
     const cuda_attn_seq a = P.s[blockIdx.y];
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 2 * width; i += gridDim.x * blockDim.x) {
         const bool isk = i < width;
@@ -323,6 +326,7 @@ static __device__ __forceinline__ void attn_merge(const float *__restrict__ part
 
 __global__ void k_attn_decode_merge(const float *__restrict__ part, float *__restrict__ out, int Hq, int D,
                                     int n_split) {
+    pdl_enter();
     attn_merge(part, out, blockIdx.x, Hq, D, n_split);
 }
 
@@ -330,6 +334,7 @@ __global__ void k_attn_decode_merge(const float *__restrict__ part, float *__res
 template <int CAP>
 __global__ void k_attn_decode_merge_seqs(const attn_seqs<CAP> P, const float *__restrict__ part, float *__restrict__ out,
                                          int Hq, int D, int64_t pstride) {
+    pdl_enter();
     const cuda_attn_seq a = P.s[blockIdx.y];
     attn_merge(part + blockIdx.y * pstride, out + (size_t)a.row * Hq * D, blockIdx.x, Hq, D, n_splits(a.pos + 1));
 }
@@ -351,18 +356,18 @@ extern "C" int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_
 #define ATTN_CASE(DL)                                                                                          \
     case DL:                                                                                                   \
         if (attn_v2())                                                                                         \
-            k_attn_decode_split<DL, true><<<grid, 32 * ATTN_WARPS, 0, s>>>(q, kh, vh, qpos, kpos, n_kv, S_max,    \
-                                                                           Hkv, G, scale, window, chunk, scratch); \
+            kl(k_attn_decode_split<DL, true>, grid, 32 * ATTN_WARPS, 0, s, q, kh, vh, qpos, kpos, n_kv, S_max,    \
+               Hkv, G, scale, window, chunk, scratch);                                                            \
         else                                                                                                   \
-            k_attn_decode_split<DL, false><<<grid, 32 * ATTN_WARPS, 0, s>>>(q, kh, vh, qpos, kpos, n_kv, S_max,   \
-                                                                            Hkv, G, scale, window, chunk, scratch); \
+            kl(k_attn_decode_split<DL, false>, grid, 32 * ATTN_WARPS, 0, s, q, kh, vh, qpos, kpos, n_kv, S_max,   \
+               Hkv, G, scale, window, chunk, scratch);                                                            \
         break;
         ATTN_CASE(1) ATTN_CASE(2) ATTN_CASE(3) ATTN_CASE(4) ATTN_CASE(5) ATTN_CASE(6) ATTN_CASE(7) ATTN_CASE(8)
 #undef ATTN_CASE
     }
     int rc = launch_status();
     if (rc) return rc;
-    k_attn_decode_merge<<<Hq, ATTN_MERGE_WAYS * D, 0, s>>>(scratch, out, Hq, D, ns);
+    kl(k_attn_decode_merge, Hq, ATTN_MERGE_WAYS * D, 0, s, scratch, out, Hq, D, ns);
     return launch_status();
 }
 
@@ -380,7 +385,7 @@ static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const
     const int64_t pstride = cuda_attn_decode_scratch(S_max, Hq, D);
     if (pstride * n > scratch_n) return CUDA_KERR_ARGS;
     const int width = Hkv * D, G = Hq / Hkv;
-    k_store_rows_seqs<CAP><<<dim3((unsigned)((2 * width + 255) / 256), (unsigned)n), 256, 0, s>>>(P, kn, vn, width);
+    kl(k_store_rows_seqs<CAP>, dim3((unsigned)((2 * width + 255) / 256), (unsigned)n), 256, 0, s, P, kn, vn, width);
     int rc = launch_status();
     if (rc) return rc;
     dim3 grid(Hkv, n_splits(S_max), n);
@@ -388,17 +393,17 @@ static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const
 #define ATTN_CASE(DL)                                                                                          \
     case DL:                                                                                                   \
         if (attn_v2())                                                                                         \
-            k_attn_decode_split_seqs<DL, CAP, true><<<grid, 32 * ATTN_WARPS, 0, s>>>(P, q, kpos, Hkv, G, scale,    \
-                                                                                     window, pstride, scratch);    \
+            kl(k_attn_decode_split_seqs<DL, CAP, true>, grid, 32 * ATTN_WARPS, 0, s, P, q, kpos, Hkv, G, scale,    \
+               window, pstride, scratch);                                                                          \
         else                                                                                                   \
-            k_attn_decode_split_seqs<DL, CAP, false><<<grid, 32 * ATTN_WARPS, 0, s>>>(P, q, kpos, Hkv, G, scale,   \
-                                                                                      window, pstride, scratch);   \
+            kl(k_attn_decode_split_seqs<DL, CAP, false>, grid, 32 * ATTN_WARPS, 0, s, P, q, kpos, Hkv, G, scale,   \
+               window, pstride, scratch);                                                                          \
         break;
         ATTN_CASE(1) ATTN_CASE(2) ATTN_CASE(3) ATTN_CASE(4) ATTN_CASE(5) ATTN_CASE(6) ATTN_CASE(7) ATTN_CASE(8)
 #undef ATTN_CASE
     }
     if ((rc = launch_status())) return rc;
-    k_attn_decode_merge_seqs<CAP><<<dim3(Hq, n), ATTN_MERGE_WAYS * D, 0, s>>>(P, scratch, out, Hq, D, pstride);
+    kl(k_attn_decode_merge_seqs<CAP>, dim3(Hq, n), ATTN_MERGE_WAYS * D, 0, s, P, scratch, out, Hq, D, pstride);
     return launch_status();
 }
 

@@ -31,6 +31,44 @@ static __device__ __forceinline__ float block_sum(float v, float *sh) {
     return warp_sum(v);
 }
 
+/* Programmatic dependent launch (sm_90 and later; docs/cuda.md, "Programmatic dependent launch"). Every
+ * kernel is launched through kl(), which on such a device (unless LLM170_CUDA_PDL=0) lets the stream start
+ * the next kernel's blocks before this one has finished, and every kernel begins with pdl_enter(): it waits
+ * until the grid before it in the stream has completed and its writes are visible (so no kernel reads an
+ * input or overwrites a buffer before its predecessor is done, and by induction before any earlier one),
+ * then allows the kernel after it to be launched. What this saves is the launch latency between dependent
+ * kernels, which in a decode step of ~1,000 small kernels is a large part of the step. On sm_80, and for a
+ * kernel launched without the attribute, both instructions are no-ops. A kernel that reads memory before
+ * pdl_enter() would race with its predecessor: tests/cuda/cli_cuda_kernels_covered.sh checks that every
+ * kernel's first statement is pdl_enter() and that no kernel is launched with <<< >>>. */
+static __device__ __forceinline__ void pdl_enter(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* whether kl() launches with programmatic stream serialization on the current device (ops_misc.cu) */
+int cuda_pdl_on(void);
+
+/* launch kern<<<g, b, smem, s>>>(args...), with programmatic stream serialization where cuda_pdl_on() */
+template <typename... P, typename... A>
+static inline void kl(void (*kern)(P...), dim3 g, dim3 b, size_t smem, cudaStream_t s, A &&...args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = g;
+    cfg.blockDim = b;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    if (cuda_pdl_on()) {
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+    }
+    (void)cudaLaunchKernelEx(&cfg, kern, static_cast<A &&>(args)...); /* launch_status() reads the error */
+}
+
 /* the status of the launch just enqueued */
 static inline int launch_status(void) { return cudaGetLastError() == cudaSuccess ? CUDA_KERR_OK : CUDA_KERR_LAUNCH; }
 

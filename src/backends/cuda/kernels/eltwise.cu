@@ -15,19 +15,23 @@ static __device__ __forceinline__ float gelu_tanh(float x) {
 static __device__ __forceinline__ float sigmoid(float g) { return 1.0f / __fadd_rn(1.0f, expf(-g)); }
 
 __global__ void k_swiglu(const float *g, const float *u, float *y, int64_t n) {
+    pdl_enter();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = __fmul_rn(silu(g[i]), u[i]);
 }
 __global__ void k_geglu(const float *g, const float *u, float *y, int64_t n) {
+    pdl_enter();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = __fmul_rn(gelu_tanh(g[i]), u[i]);
 }
 __global__ void k_sigmoid_mul(float *y, const float *gate, int64_t n) {
+    pdl_enter();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = __fmul_rn(y[i], sigmoid(gate[i]));
 }
 /* y += x, four values a thread (n4 = n / 4 float4s; the tail of n % 4 by the first threads) */
 __global__ void k_add(float *__restrict__ y, const float *__restrict__ x, int64_t n) {
+    pdl_enter();
     int64_t n4 = n / 4;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
         float4 a = ((float4 *)y)[i], b = ((const float4 *)x)[i];
@@ -45,21 +49,21 @@ static unsigned grid_for(int64_t n) {
 
 extern "C" int cuda_swiglu(const float *g, const float *u, float *y, int64_t n, cudaStream_t s) {
     if (!g || !u || !y || n < 1) return CUDA_KERR_ARGS;
-    k_swiglu<<<grid_for(n), 256, 0, s>>>(g, u, y, n);
+    kl(k_swiglu, grid_for(n), 256, 0, s, g, u, y, n);
     return launch_status();
 }
 extern "C" int cuda_geglu(const float *g, const float *u, float *y, int64_t n, cudaStream_t s) {
     if (!g || !u || !y || n < 1) return CUDA_KERR_ARGS;
-    k_geglu<<<grid_for(n), 256, 0, s>>>(g, u, y, n);
+    kl(k_geglu, grid_for(n), 256, 0, s, g, u, y, n);
     return launch_status();
 }
 extern "C" int cuda_sigmoid_mul(float *y, const float *gate, int64_t n, cudaStream_t s) {
     if (!y || !gate || n < 1) return CUDA_KERR_ARGS;
-    k_sigmoid_mul<<<grid_for(n), 256, 0, s>>>(y, gate, n);
+    kl(k_sigmoid_mul, grid_for(n), 256, 0, s, y, gate, n);
     return launch_status();
 }
 extern "C" int cuda_add(float *y, const float *x, int64_t n, cudaStream_t s) {
     if (!y || !x || n < 1 || ((uintptr_t)y & 15) || ((uintptr_t)x & 15)) return CUDA_KERR_ARGS;
-    k_add<<<grid_for((n + 3) / 4), 256, 0, s>>>(y, x, n);
+    kl(k_add, grid_for((n + 3) / 4), 256, 0, s, y, x, n);
     return launch_status();
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/prefill_mma.cuh"
 
 #define FA_BKV 64
@@ -53,6 +54,7 @@ __global__ void __launch_bounds__(NW * 32)
     fa_prefill_kernel(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
                       float *__restrict__ out, int T, int S, int Hq, int Hkv, int pos0, int window, float scale_log2,
                       const int32_t *__restrict__ pos0_p) {
+    pdl_enter();
     enum { BQ = 16 * NW, NT = 32 * NW };
     extern __shared__ __align__(128) uint8_t smem[];
     uint8_t *qs = smem, *kvs = smem + BQ * D * 2; /* kvs: [stage][K | V][64][D] */
@@ -194,8 +196,8 @@ static int fa_launch_nw(const float *q, const __half *k, const __half *v, float 
     if (cudaFuncSetAttribute(fa_prefill_kernel<D, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
         return CUDA_KERR_LAUNCH;
     dim3 grid((T + 16 * NW - 1) / (16 * NW), Hq);
-    fa_prefill_kernel<D, NW><<<grid, NW * 32, bytes, st>>>(q, k, v, out, T, S, Hq, Hkv, pos0, window,
-                                                           scale * 1.4426950408889634f, pos0_p);
+    kl(fa_prefill_kernel<D, NW>, grid, NW * 32, bytes, st, q, k, v, out, T, S, Hq, Hkv, pos0, window,
+       scale * 1.4426950408889634f, pos0_p);
     return pf_launched();
 }
 

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/prefill_mma.cuh"
 
 #define GDN_C 64
@@ -43,6 +44,7 @@ __global__ void __launch_bounds__(GDN_THREADS)
     gdn_chunk_prep_kernel(const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v,
                           const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ scratch,
                           int T, int Hk, int Hv, int grouped) {
+    pdl_enter();
     extern __shared__ float sm[];
     float *ks = sm, *qs = ks + GDN_C * GDN_PAD, *vs = qs + GDN_C * GDN_PAD, *Ls = vs + GDN_C * GDN_D;
     float *gam = Ls + GDN_C * GDN_C, *bs = gam + GDN_C;
@@ -120,6 +122,7 @@ __global__ void __launch_bounds__(GDN_THREADS)
 __global__ void __launch_bounds__(GDN_THREADS)
     gdn_chunk_scan_kernel(const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ scratch,
                           float *__restrict__ o, float *__restrict__ S, int T, int Hk, int Hv, int grouped) {
+    pdl_enter();
     extern __shared__ float sm[];
     float *Ss = sm, *Ws = Ss + GDN_D * GDN_SLICE, *Qs = Ws + GDN_C * GDN_WPAD;
     float *Vp = Qs + GDN_C * GDN_WPAD, *As = Vp + GDN_C * GDN_SLICE, *gam = As + GDN_C * GDN_C;
@@ -235,7 +238,9 @@ extern "C" int cuda_gdn_chunk(float *S, const float *q, const float *k, const fl
     if (cudaFuncSetAttribute(gdn_chunk_prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_bytes) != cudaSuccess ||
         cudaFuncSetAttribute(gdn_chunk_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, scan_bytes) != cudaSuccess)
         return CUDA_KERR_LAUNCH;
-    gdn_chunk_prep_kernel<<<dim3(nchunks, Hv), GDN_THREADS, prep_bytes, st>>>(q, k, v, g, beta, scratch, T, Hk, Hv, grouped);
-    gdn_chunk_scan_kernel<<<dim3(Dv / GDN_SLICE, Hv), GDN_THREADS, scan_bytes, st>>>(q, k, scratch, o, S, T, Hk, Hv, grouped);
+    kl(gdn_chunk_prep_kernel, dim3(nchunks, Hv), GDN_THREADS, prep_bytes, st, q, k, v, g, beta, scratch, T, Hk, Hv,
+       grouped);
+    kl(gdn_chunk_scan_kernel, dim3(Dv / GDN_SLICE, Hv), GDN_THREADS, scan_bytes, st, q, k, scratch, o, S, T, Hk, Hv,
+       grouped);
     return pf_launched();
 }

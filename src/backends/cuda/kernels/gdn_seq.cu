@@ -20,6 +20,7 @@ __global__ void __launch_bounds__(32 * GDN_SEQ_WARPS)
     k_gdn_seq(float *__restrict__ S, const float *__restrict__ q, const float *__restrict__ k,
               const float *__restrict__ v, const float *__restrict__ g, const float *__restrict__ beta,
               float *__restrict__ o, int T, int Hk, int Hv, int Dk, int Dv, int map) {
+    pdl_enter();
     constexpr int RPT = GDN_SEQ_MAXDK / GDN_SEQ_WARPS; /* rows per thread at most */
     __shared__ float qs[GDN_SEQ_MAXDK], ks[GDN_SEQ_MAXDK], red[GDN_SEQ_WARPS][32];
     const int h = blockIdx.x, lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
@@ -88,6 +89,6 @@ extern "C" int cuda_gdn_seq(float *S, const float *q, const float *k, const floa
         return CUDA_KERR_ARGS;
     if (!T) return CUDA_KERR_OK;
     dim3 grid((unsigned)Hv, (unsigned)((Dv + 31) / 32));
-    k_gdn_seq<<<grid, 32 * GDN_SEQ_WARPS, 0, st>>>(S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, (int)map);
+    kl(k_gdn_seq, grid, 32 * GDN_SEQ_WARPS, 0, st, S, q, k, v, g, beta, o, T, Hk, Hv, Dk, Dv, (int)map);
     return launch_status();
 }

@@ -24,6 +24,7 @@ static __device__ __forceinline__ float gdn_silu(float x) { return x / (1.0f + e
 #define GDN_CW 32 /* columns per block */
 
 __global__ void __launch_bounds__(256) k_gdn_step(cuda_gdn_args a) {
+    pdl_enter();
     __shared__ float sq[GDN_D], sk[GDN_D], sv[GDN_CW], red[8][GDN_CW], sh[32];
     __shared__ bool last;
     const int j = blockIdx.x, cb = blockIdx.y, tid = threadIdx.x, Hk = a.Hk, Hv = a.Hv, Kc = a.Kc;
@@ -118,6 +119,6 @@ extern "C" int cuda_gdn_step(const cuda_gdn_args *a, cudaStream_t s) {
         a->Hv < 1 || a->Hv % a->Hk || a->Kc < 2 || !(a->eps >= 0.0f))
         return CUDA_KERR_ARGS;
     if (a->Dk != GDN_D || a->Dv != GDN_D) return CUDA_KERR_UNSUPPORTED;
-    k_gdn_step<<<dim3(a->Hv, GDN_CB), 256, 0, s>>>(*a);
+    kl(k_gdn_step, dim3(a->Hv, GDN_CB), 256, 0, s, *a);
     return launch_status();
 }

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/prefill_mma.cuh"
 #include "quant/qtype.h"
 
@@ -201,6 +202,7 @@ template <int QT> __device__ __forceinline__ const uint8_t *gq_chunk_block(const
  * step 32 * blockIdx.x + y of row blockIdx.y (8 consecutive threads write 128 consecutive bytes). */
 
 template <int QT> __global__ void dequant_bf16_kernel(const uint8_t *__restrict__ W, __nv_bfloat16 *__restrict__ Wd, int K) {
+    pdl_enter();
     const int n = blockIdx.y, k0 = (blockIdx.x * 32 + threadIdx.y) * GQ_BK, c = threadIdx.x;
     if (k0 >= K) return;
     const size_t row_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS;
@@ -291,6 +293,7 @@ template <int QT, int ST, int BM>
 __global__ void __launch_bounds__(GQ_THREADS)
     gemm_q_kernel(const uint8_t *__restrict__ W, const __nv_bfloat16 *__restrict__ X, float *__restrict__ Y,
                   float *__restrict__ part, size_t w_bytes, int T, int N, int K) {
+    pdl_enter();
     typedef gq_smem<QT, ST, BM> L;
     enum { WNW = 8 / (BM / 64), NI = GQ_BN / WNW / 8 }; /* warps along N; 8-wide mma tiles per warp along N */
     extern __shared__ __align__(128) uint8_t smem[];
@@ -380,12 +383,14 @@ __global__ void __launch_bounds__(GQ_THREADS)
 
 /* y[n] = bf16(x[n]), round to nearest even; grid-stride */
 __global__ void f32_to_bf16_kernel(const float *__restrict__ x, __nv_bfloat16 *__restrict__ y, int64_t n) {
+    pdl_enter();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = __float2bfloat16_rn(x[i]);
 }
 
 /* y[i] = part[0][i] + part[1][i] + ... in slice order (split-K); grid-stride over T * N */
 __global__ void gq_split_sum(const float *__restrict__ part, float *__restrict__ y, int64_t n, int S) {
+    pdl_enter();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float v = part[i];
         for (int z = 1; z < S; z++) v = __fadd_rn(v, part[(size_t)z * n + i]);
@@ -426,12 +431,12 @@ static int gq_launch_cfg(const void *W, const void *X, float *Y, float *part, in
     const size_t w_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS * (size_t)N;
     const int S = gq_splits(N, K);
     dim3 grid((N + GQ_BN - 1) / GQ_BN, (T + BM - 1) / BM, S);
-    gemm_q_kernel<QT, ST, BM><<<grid, GQ_THREADS, bytes, s>>>((const uint8_t *)W, (const __nv_bfloat16 *)X, Y, part,
-                                                               w_bytes, T, N, K);
+    kl(gemm_q_kernel<QT, ST, BM>, grid, GQ_THREADS, bytes, s, (const uint8_t *)W, (const __nv_bfloat16 *)X, Y, part,
+       w_bytes, T, N, K);
     int rc = pf_launched();
     if (rc || S == 1) return rc;
     const int64_t n = (int64_t)T * N, blocks = (n + 255) / 256;
-    gq_split_sum<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s>>>(part, Y, n, S);
+    kl(gq_split_sum, (unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s, part, Y, n, S);
     return pf_launched();
 }
 
@@ -484,7 +489,8 @@ extern "C" int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, fl
 }
 
 template <int QT> static int dq_launch(const void *W, uint16_t *Wd, int N, int K, cudaStream_t s) {
-    dequant_bf16_kernel<QT><<<dim3((K / GQ_BK + 31) / 32, N), dim3(8, 32), 0, s>>>((const uint8_t *)W, (__nv_bfloat16 *)Wd, K);
+    kl(dequant_bf16_kernel<QT>, dim3((K / GQ_BK + 31) / 32, N), dim3(8, 32), 0, s, (const uint8_t *)W,
+       (__nv_bfloat16 *)Wd, K);
     return pf_launched();
 }
 
@@ -508,6 +514,6 @@ extern "C" int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStre
     if (!x || !y || n < 0) return CUDA_KERR_ARGS;
     if (n == 0) return CUDA_KERR_OK;
     int64_t blocks = (n + 255) / 256;
-    f32_to_bf16_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s>>>(x, (__nv_bfloat16 *)y, n);
+    kl(f32_to_bf16_kernel, (unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s, x, (__nv_bfloat16 *)y, n);
     return pf_launched();
 }

@@ -104,6 +104,7 @@ template <enum qtype TYPE, int T, int R, int UNR, bool KEEP>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_q(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K, int WPR,
              const int32_t *__restrict__ sel, int E, int xdiv, int slot0, int nt) {
+    pdl_enter();
     const unsigned m = P.n > 1 && blockIdx.x >= P.b[1] ? (P.n > 2 && blockIdx.x >= P.b[2] ? 2 : 1) : 0;
     const unsigned bx = blockIdx.x - P.b[m];
     const uint8_t *__restrict__ qs = m == 0 ? P.qs[0] : m == 1 ? P.qs[1] : P.qs[2];
@@ -297,6 +298,7 @@ __global__ void __launch_bounds__(32 * GEMV_MMA_WARPS)
     k_gemv_mma(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi, const uint8_t *__restrict__ meta,
                const int8_t *__restrict__ xq, const float2 *__restrict__ ds, float *__restrict__ y,
                float *__restrict__ res, int N, int K, int nt) {
+    pdl_enter();
     constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
     constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE), TW = GEMV_MMA_TW, JL = GEMV_MMA_JL;
     __shared__ float sub[GEMV_MMA_WARPS][TW * 4][32]; /* each warp's subtree sums of one w */
@@ -415,10 +417,9 @@ template <enum qtype TYPE>
 static void launch_mma(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, float *res, int nt,
                        cudaStream_t s) {
     const int N = (int)W->N;
-    k_gemv_mma<TYPE><<<dim3((unsigned)((nt + 8 * GEMV_MMA_TW - 1) / (8 * GEMV_MMA_TW)), (unsigned)((N + 15) / 16)),
-                        32 * GEMV_MMA_WARPS, 0, s>>>(
-        (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq, (const float2 *)ds, y, res, N,
-        (int)W->K, nt);
+    kl(k_gemv_mma<TYPE>, dim3((unsigned)((nt + 8 * GEMV_MMA_TW - 1) / (8 * GEMV_MMA_TW)), (unsigned)((N + 15) / 16)),
+       32 * GEMV_MMA_WARPS, 0, s, (const uint8_t *)W->qs, (const uint8_t *)W->hi, (const uint8_t *)W->meta, xq,
+       (const float2 *)ds, y, res, N, (int)W->K, nt);
 }
 
 /* rows per warp group for T activation rows: enough to share each activation load over several weight
@@ -449,14 +450,14 @@ static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *
     }
     const unsigned blocks = P.b[nW];
     if (!ex) {
-        k_gemv_q<TYPE, T, R, UNR, KEEP><<<blocks, 32 * GEMV_MAX_WARPS, 0, s>>>(P, xq, (const float2 *)ds, (int)W->K, wpr,
-                                                                           NULL, 0, 1, 0, nt);
+        kl(k_gemv_q<TYPE, T, R, UNR, KEEP>, blocks, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K,
+           wpr, nullptr, 0, 1, 0, nt);
         return;
     }
     for (int s0 = 0; s0 < ex->n_slots; s0 += 65535) {
         const int n = ex->n_slots - s0 < 65535 ? ex->n_slots - s0 : 65535;
-        k_gemv_q<TYPE, T, R, UNR, KEEP><<<dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s>>>(
-            P, xq, (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0, nt);
+        kl(k_gemv_q<TYPE, T, R, UNR, KEEP>, dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s, P, xq,
+           (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0, nt);
     }
 }
 
@@ -555,7 +556,7 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
 
 static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
                     const gemv_experts *ex, cudaStream_t s) {
-    if (!W || nW < 1 || nW > GEMV_GROUP || (ex && nW != 1) || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
+    if (!W || nW < 1 || nW > GEMV_GROUP || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
         T > CUDA_GEMV_BATCH_MAX || ((uintptr_t)xq & 15))
         return CUDA_KERR_ARGS;
     for (int i = 0; i < nW; i++) {
@@ -599,4 +600,12 @@ extern "C" int cuda_gemv_q_experts(const cuda_qmat *W, int E, const int32_t *sel
     if (!n_slots) return CUDA_KERR_OK;
     const gemv_experts ex = {sel, E, xdiv, n_slots};
     return gemv_run(W, 1, xq, ds, &y, NULL, 1, &ex, s);
+}
+
+extern "C" int cuda_gemv_q_experts_group(const cuda_qmat *W, int n, int E, const int32_t *sel, int n_slots, int xdiv,
+                                         const int8_t *xq, const float *ds, float *const *y, cudaStream_t s) {
+    if (!sel || E < 1 || xdiv < 1 || n_slots < 0) return CUDA_KERR_ARGS;
+    if (!n_slots) return CUDA_KERR_OK;
+    const gemv_experts ex = {sel, E, xdiv, n_slots};
+    return gemv_run(W, n, xq, ds, y, NULL, 1, &ex, s);
 }

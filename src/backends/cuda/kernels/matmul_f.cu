@@ -48,6 +48,7 @@ template <int WT, bool V4>
 __global__ void __launch_bounds__(128)
     k_matmul_f(const void *__restrict__ W, const float *__restrict__ x, float *__restrict__ y, int N, int K, int T,
                const int32_t *__restrict__ sel, int E, int xdiv, int slot0) {
+    pdl_enter();
     const int lane = threadIdx.x & 31, n = blockIdx.x * 4 + (threadIdx.x >> 5);
     if (n >= N) return;
     int64_t wrow = n, xr0, yr0;
@@ -105,12 +106,12 @@ static void launch_f(const void *W, const float *x, float *y, int N, int K, int 
     const bool v4 = K % 4 == 0 && (uintptr_t)W % (WT == QT_F32 ? 16 : 8) == 0 && (uintptr_t)x % 16 == 0;
     auto kern = v4 ? k_matmul_f<WT, true> : k_matmul_f<WT, false>;
     if (!sel) {
-        kern<<<dim3(gx, (unsigned)((T + 7) / 8)), 128, 0, s>>>(W, x, y, N, K, T, NULL, E, 1, 0);
+        kl(kern, dim3(gx, (unsigned)((T + 7) / 8)), 128, 0, s, W, x, y, N, K, T, nullptr, E, 1, 0);
         return;
     }
     for (int s0 = 0; s0 < T; s0 += 65535) { /* T routed slots, at most 65535 per launch (grid y) */
         const int n = T - s0 < 65535 ? T - s0 : 65535;
-        kern<<<dim3(gx, (unsigned)n), 128, 0, s>>>(W, x, y, N, K, T, sel, E, xdiv, s0);
+        kl(kern, dim3(gx, (unsigned)n), 128, 0, s, W, x, y, N, K, T, sel, E, xdiv, s0);
     }
 }
 

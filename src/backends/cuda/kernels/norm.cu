@@ -6,6 +6,7 @@
 
 __global__ void __launch_bounds__(256) k_rms_norm(const float *__restrict__ x, const float *__restrict__ w,
                                                   float *y, int C, float eps) {
+    pdl_enter();
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * C;
     float *yr = y + (size_t)blockIdx.x * C;
@@ -23,6 +24,6 @@ __global__ void __launch_bounds__(256) k_rms_norm(const float *__restrict__ x, c
 extern "C" int cuda_rms_norm(const float *x, const float *w, float *y, int R, int C, float eps, cudaStream_t s) {
     if (!x || !y || R < 1 || C < 1 || !(eps >= 0.0f)) return CUDA_KERR_ARGS;
     int threads = C >= 256 ? 256 : 32 * ((C + 31) / 32);
-    k_rms_norm<<<R, threads, 0, s>>>(x, w, y, C, eps);
+    kl(k_rms_norm, R, threads, 0, s, x, w, y, C, eps);
     return launch_status();
 }

@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/gemv_unpack.h"
@@ -26,18 +27,21 @@ static unsigned ew_grid(int64_t n) {
 /* dst[r][n] = src[r][src_stride] columns [off, off + n): element i = r * n + c */
 __global__ void k_copy_cols(float *__restrict__ dst, const float *__restrict__ src, int64_t rows, int64_t src_stride,
                             int64_t off, int64_t n) {
+    pdl_enter();
     GRID_STRIDE(i, rows * n) dst[i] = src[(i / n) * src_stride + off + i % n];
 }
 
 /* dst[r][dst_stride] columns [off, off + n) = src[r][n] */
 __global__ void k_set_cols(float *__restrict__ dst, const float *__restrict__ src, int64_t rows, int64_t dst_stride,
                            int64_t off, int64_t n) {
+    pdl_enter();
     GRID_STRIDE(i, rows * n) dst[(i / n) * dst_stride + off + i % n] = src[i];
 }
 
 /* dst[i][C] = src[idx[i]][C] */
 __global__ void k_gather_rows(float *__restrict__ dst, const float *__restrict__ src, const int32_t *__restrict__ idx,
                               int n, int C) {
+    pdl_enter();
     GRID_STRIDE(i, (int64_t)n * C) dst[i] = src[(int64_t)idx[i / C] * C + i % C];
 }
 
@@ -47,6 +51,7 @@ __global__ void k_gather_rows(float *__restrict__ dst, const float *__restrict__
 template <int WT>
 __global__ void k_get_rows_f(const void *__restrict__ W, const int32_t *__restrict__ ids, float *__restrict__ y, int T,
                              int64_t K) {
+    pdl_enter();
     GRID_STRIDE(i, (int64_t)T * K) {
         const int64_t src = (int64_t)ids[i / K] * K + i % K;
         float v;
@@ -65,6 +70,7 @@ template <enum qtype TYPE>
 __global__ void k_get_rows_q(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,
                              const uint8_t *__restrict__ meta, const int32_t *__restrict__ ids, float *__restrict__ y,
                              int T, int64_t K) {
+    pdl_enter();
     constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
     constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE), QB = gemv_qs_bytes(TYPE);
     constexpr int HB = gemv_hi_bytes(TYPE);
@@ -96,6 +102,7 @@ template <int CT>
 /* values [0, n) to dst, and (the pair form, dst2 not NULL) values [n, 2n) are src2's to dst2 */
 __global__ void k_store_rows_f(void *__restrict__ dst, const float *__restrict__ src, int64_t n,
                                void *__restrict__ dst2, const float *__restrict__ src2) {
+    pdl_enter();
     GRID_STRIDE(i, dst2 ? 2 * n : n) {
         void *d = dst;
         const float *sr = src;
@@ -107,6 +114,7 @@ __global__ void k_store_rows_f(void *__restrict__ dst, const float *__restrict__
 }
 
 __global__ void k_store_rows_q8_0(uint8_t *__restrict__ dst, const float *__restrict__ src, int64_t n_blocks) {
+    pdl_enter();
     const int lane = threadIdx.x & 31;
     for (int64_t b = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; b < n_blocks;
          b += (int64_t)gridDim.x * blockDim.x / 32) {
@@ -124,6 +132,7 @@ __global__ void k_store_rows_q8_0(uint8_t *__restrict__ dst, const float *__rest
 /* x[R][D] in place: x * scale / sqrt(sum(x^2) + eps), one warp per row (8 rows a block) */
 __global__ void k_l2_norm(float *__restrict__ x, int64_t R, int D, float eps, float scale, float *__restrict__ x2,
                           int64_t R2) {
+    pdl_enter();
     int64_t r = blockIdx.x * 8 + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r >= R + R2) return;
@@ -138,10 +147,12 @@ __global__ void k_l2_norm(float *__restrict__ x, int64_t R, int D, float eps, fl
 
 /* y[T][N] += b[N] */
 __global__ void k_add_bias(float *__restrict__ y, const float *__restrict__ b, int64_t T, int64_t N) {
+    pdl_enter();
     GRID_STRIDE(i, T * N) y[i] += b[i % N];
 }
 
 __global__ void k_scale(float *__restrict__ y, float s, int64_t n) {
+    pdl_enter();
     GRID_STRIDE(i, n) y[i] *= s;
 }
 
@@ -149,6 +160,7 @@ __global__ void k_scale(float *__restrict__ y, float s, int64_t n) {
  * [T][Hv] */
 __global__ void k_gdn_gates(float *__restrict__ g, float *__restrict__ beta, const float *__restrict__ A,
                             const float *__restrict__ dt, int64_t T, int Hv) {
+    pdl_enter();
     GRID_STRIDE(i, T * Hv) {
         const int j = (int)(i % Hv);
         const float a = g[i] + dt[j];
@@ -162,6 +174,7 @@ __global__ void k_gdn_gates(float *__restrict__ g, float *__restrict__ beta, con
  * reads state row T + r (> r, not yet written) when the window still reaches into the old state. */
 __global__ void k_conv1d_silu(const float *__restrict__ x, float *__restrict__ state, const float *__restrict__ w,
                               float *__restrict__ y, int T, int Ch, int K) {
+    pdl_enter();
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= Ch) return;
     const float *wc = w + (int64_t)ch * K;
@@ -188,6 +201,7 @@ __global__ void k_conv1d_silu(const float *__restrict__ x, float *__restrict__ s
  * place is the number of counted slots with a lower id), then the threads stride over C. K <= 64. */
 __global__ void k_moe_combine(float *__restrict__ y, const float *__restrict__ ys, const int32_t *__restrict__ sel,
                               const float *__restrict__ wsel, int K, int C) {
+    pdl_enter();
     __shared__ int ord[64], sid[64], first[64];
     __shared__ int n_ord;
     const int t = blockIdx.x, i = threadIdx.x;
@@ -221,9 +235,15 @@ __global__ void k_moe_combine(float *__restrict__ y, const float *__restrict__ y
 }
 
 /* y[t][C] += sigmoid(gate[t]) * in[t][C] */
+/* y += sigmoid(gate) * in; res (not NULL) += y, rounded as k_add */
 __global__ void k_add_gated_rows(float *__restrict__ y, const float *__restrict__ in, const float *__restrict__ gate,
-                                 int64_t T, int64_t C) {
-    GRID_STRIDE(i, T * C) y[i] += 1.0f / (1.0f + expf(-gate[i / C])) * in[i];
+                                 float *__restrict__ res, int64_t T, int64_t C) {
+    pdl_enter();
+    GRID_STRIDE(i, T * C) {
+        const float v = y[i] + 1.0f / (1.0f + expf(-gate[i / C])) * in[i];
+        y[i] = v;
+        if (res) res[i] = __fadd_rn(res[i], v);
+    }
 }
 
 /* ---------------------------------------------------------------- launchers */
@@ -232,7 +252,7 @@ extern "C" int cuda_copy_cols(float *dst, const float *src, int64_t rows, int64_
                               cudaStream_t s) {
     if (!dst || !src || rows < 0 || n < 0 || off < 0 || off + n > src_stride) return CUDA_KERR_ARGS;
     if (!rows || !n) return CUDA_KERR_OK;
-    k_copy_cols<<<ew_grid(rows * n), EW_THREADS, 0, s>>>(dst, src, rows, src_stride, off, n);
+    kl(k_copy_cols, ew_grid(rows * n), EW_THREADS, 0, s, dst, src, rows, src_stride, off, n);
     return launch_status();
 }
 
@@ -240,14 +260,14 @@ extern "C" int cuda_set_cols(float *dst, const float *src, int64_t rows, int64_t
                              cudaStream_t s) {
     if (!dst || !src || rows < 0 || n < 0 || off < 0 || off + n > dst_stride) return CUDA_KERR_ARGS;
     if (!rows || !n) return CUDA_KERR_OK;
-    k_set_cols<<<ew_grid(rows * n), EW_THREADS, 0, s>>>(dst, src, rows, dst_stride, off, n);
+    kl(k_set_cols, ew_grid(rows * n), EW_THREADS, 0, s, dst, src, rows, dst_stride, off, n);
     return launch_status();
 }
 
 extern "C" int cuda_gather_rows(float *dst, const float *src, const int32_t *idx, int n, int C, cudaStream_t s) {
     if (!dst || !src || !idx || n < 0 || C < 1) return CUDA_KERR_ARGS;
     if (!n) return CUDA_KERR_OK;
-    k_gather_rows<<<ew_grid((int64_t)n * C), EW_THREADS, 0, s>>>(dst, src, idx, n, C);
+    kl(k_gather_rows, ew_grid((int64_t)n * C), EW_THREADS, 0, s, dst, src, idx, n, C);
     return launch_status();
 }
 
@@ -258,14 +278,33 @@ static __device__ __forceinline__ uint64_t global_ns(void) {
 }
 
 __global__ void k_spin(uint64_t ns) {
+    pdl_enter();
     const uint64_t t0 = global_ns();
     while (global_ns() - t0 < ns) {
     }
 }
 
+/* cuda_common.cuh: on for devices of compute capability 9.0 and later unless LLM170_CUDA_PDL=0 (an A/B
+ * switch for timing); decided once per device, the first time a kernel is launched on it. */
+int cuda_pdl_on(void) {
+    enum { MAX_DEV = 64 };
+    static int state[MAX_DEV]; /* 0 not yet decided, 1 off, 2 on */
+    int d = 0;
+    if (cudaGetDevice(&d) != cudaSuccess || d < 0 || d >= MAX_DEV) return 0;
+    int v = __atomic_load_n(&state[d], __ATOMIC_RELAXED);
+    if (!v) {
+        int major = 0;
+        const char *e = getenv("LLM170_CUDA_PDL");
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess) major = 0;
+        v = major >= 9 && !(e && e[0] == '0') ? 2 : 1;
+        __atomic_store_n(&state[d], v, __ATOMIC_RELAXED);
+    }
+    return v == 2;
+}
+
 extern "C" int cuda_spin_us(int us, cudaStream_t s) {
     if (us < 0) return CUDA_KERR_ARGS;
-    k_spin<<<1, 1, 0, s>>>((uint64_t)us * 1000u);
+    kl(k_spin, 1, 1, 0, s, (uint64_t)us * 1000u);
     return launch_status();
 }
 
@@ -275,9 +314,9 @@ extern "C" int cuda_get_rows_f(int type, const void *W, const int32_t *ids, floa
     if (!T) return CUDA_KERR_OK;
     const unsigned g = ew_grid((int64_t)T * K);
     switch (type) {
-    case QT_F32: k_get_rows_f<0><<<g, EW_THREADS, 0, s>>>(W, ids, y, T, K); break;
-    case QT_F16: k_get_rows_f<1><<<g, EW_THREADS, 0, s>>>(W, ids, y, T, K); break;
-    case QT_BF16: k_get_rows_f<2><<<g, EW_THREADS, 0, s>>>(W, ids, y, T, K); break;
+    case QT_F32: kl(k_get_rows_f<0>, g, EW_THREADS, 0, s, W, ids, y, T, K); break;
+    case QT_F16: kl(k_get_rows_f<1>, g, EW_THREADS, 0, s, W, ids, y, T, K); break;
+    case QT_BF16: kl(k_get_rows_f<2>, g, EW_THREADS, 0, s, W, ids, y, T, K); break;
     default: return CUDA_KERR_UNSUPPORTED;
     }
     return launch_status();
@@ -290,7 +329,7 @@ extern "C" int cuda_get_rows_q(const cuda_qmat *W, const int32_t *ids, float *y,
     if (!T) return CUDA_KERR_OK;
     const unsigned g = ew_grid((int64_t)T * (W->K / 32));
     const uint8_t *qs = (const uint8_t *)W->qs, *hi = (const uint8_t *)W->hi, *meta = (const uint8_t *)W->meta;
-#define GR(TY) k_get_rows_q<TY><<<g, EW_THREADS, 0, s>>>(qs, hi, meta, ids, y, T, W->K)
+#define GR(TY) kl(k_get_rows_q<TY>, g, EW_THREADS, 0, s, qs, hi, meta, ids, y, T, W->K)
     switch (W->type) {
     case QT_Q4_0: GR(QT_Q4_0); break;
     case QT_Q4_1: GR(QT_Q4_1); break;
@@ -314,11 +353,11 @@ extern "C" int cuda_store_rows(void *dst, int type, const float *src, int64_t ro
         return cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, s) == cudaSuccess
                    ? CUDA_KERR_OK
                    : CUDA_KERR_LAUNCH;
-    case QT_F16: k_store_rows_f<1><<<ew_grid(n), EW_THREADS, 0, s>>>(dst, src, n, NULL, NULL); break;
-    case QT_BF16: k_store_rows_f<2><<<ew_grid(n), EW_THREADS, 0, s>>>(dst, src, n, NULL, NULL); break;
+    case QT_F16: kl(k_store_rows_f<1>, ew_grid(n), EW_THREADS, 0, s, dst, src, n, nullptr, nullptr); break;
+    case QT_BF16: kl(k_store_rows_f<2>, ew_grid(n), EW_THREADS, 0, s, dst, src, n, nullptr, nullptr); break;
     case QT_Q8_0:
         if (width % 32) return CUDA_KERR_ARGS; /* whole blocks per row: rows are then back to back */
-        k_store_rows_q8_0<<<ew_grid(n), EW_THREADS, 0, s>>>((uint8_t *)dst, src, n / 32);
+        kl(k_store_rows_q8_0, ew_grid(n), EW_THREADS, 0, s, (uint8_t *)dst, src, n / 32);
         break;
     default: return CUDA_KERR_UNSUPPORTED;
     }
@@ -331,8 +370,8 @@ extern "C" int cuda_store_rows2(void *dst, const float *src, void *dst2, const f
     const int64_t n = rows * width;
     if (!n) return CUDA_KERR_OK;
     switch (type) {
-    case QT_F16: k_store_rows_f<1><<<ew_grid(2 * n), EW_THREADS, 0, s>>>(dst, src, n, dst2, src2); break;
-    case QT_BF16: k_store_rows_f<2><<<ew_grid(2 * n), EW_THREADS, 0, s>>>(dst, src, n, dst2, src2); break;
+    case QT_F16: kl(k_store_rows_f<1>, ew_grid(2 * n), EW_THREADS, 0, s, dst, src, n, dst2, src2); break;
+    case QT_BF16: kl(k_store_rows_f<2>, ew_grid(2 * n), EW_THREADS, 0, s, dst, src, n, dst2, src2); break;
     default: return CUDA_KERR_UNSUPPORTED;
     }
     return launch_status();
@@ -341,28 +380,28 @@ extern "C" int cuda_store_rows2(void *dst, const float *src, void *dst2, const f
 extern "C" int cuda_l2_norm(float *x, int64_t R, int D, float eps, float scale, cudaStream_t s) {
     if (!x || R < 0 || D < 1 || (R + 7) / 8 > 0x7fffffff) return CUDA_KERR_ARGS;
     if (!R) return CUDA_KERR_OK;
-    k_l2_norm<<<(unsigned)((R + 7) / 8), 256, 0, s>>>(x, R, D, eps, scale, NULL, 0);
+    kl(k_l2_norm, (unsigned)((R + 7) / 8), 256, 0, s, x, R, D, eps, scale, nullptr, 0);
     return launch_status();
 }
 
 extern "C" int cuda_l2_norm2(float *x, int64_t R, float *x2, int64_t R2, int D, float eps, float scale, cudaStream_t s) {
     if (!x || !x2 || R < 0 || R2 < 0 || D < 1 || (R + R2 + 7) / 8 > 0x7fffffff) return CUDA_KERR_ARGS;
     if (!R && !R2) return CUDA_KERR_OK;
-    k_l2_norm<<<(unsigned)((R + R2 + 7) / 8), 256, 0, s>>>(x, R, D, eps, scale, x2, R2);
+    kl(k_l2_norm, (unsigned)((R + R2 + 7) / 8), 256, 0, s, x, R, D, eps, scale, x2, R2);
     return launch_status();
 }
 
 extern "C" int cuda_add_bias(float *y, const float *b, int64_t T, int64_t N, cudaStream_t s) {
     if (!y || !b || T < 0 || N < 1) return CUDA_KERR_ARGS;
     if (!T) return CUDA_KERR_OK;
-    k_add_bias<<<ew_grid(T * N), EW_THREADS, 0, s>>>(y, b, T, N);
+    kl(k_add_bias, ew_grid(T * N), EW_THREADS, 0, s, y, b, T, N);
     return launch_status();
 }
 
 extern "C" int cuda_scale(float *y, float v, int64_t n, cudaStream_t s) {
     if (!y || n < 0) return CUDA_KERR_ARGS;
     if (!n) return CUDA_KERR_OK;
-    k_scale<<<ew_grid(n), EW_THREADS, 0, s>>>(y, v, n);
+    kl(k_scale, ew_grid(n), EW_THREADS, 0, s, y, v, n);
     return launch_status();
 }
 
@@ -370,7 +409,7 @@ extern "C" int cuda_gdn_gates(float *g, float *beta, const float *A, const float
                               cudaStream_t s) {
     if (!g || !beta || !A || !dt || T < 0 || Hv < 1) return CUDA_KERR_ARGS;
     if (!T) return CUDA_KERR_OK;
-    k_gdn_gates<<<ew_grid(T * Hv), EW_THREADS, 0, s>>>(g, beta, A, dt, T, Hv);
+    kl(k_gdn_gates, ew_grid(T * Hv), EW_THREADS, 0, s, g, beta, A, dt, T, Hv);
     return launch_status();
 }
 
@@ -378,7 +417,7 @@ extern "C" int cuda_conv1d_silu(const float *x, float *state, const float *w, fl
                                 cudaStream_t s) {
     if (!x || !state || !w || !y || T < 0 || Ch < 1 || K < 2) return CUDA_KERR_ARGS;
     if (!T) return CUDA_KERR_OK;
-    k_conv1d_silu<<<(Ch + 127) / 128, 128, 0, s>>>(x, state, w, y, T, Ch, K);
+    kl(k_conv1d_silu, (Ch + 127) / 128, 128, 0, s, x, state, w, y, T, Ch, K);
     return launch_status();
 }
 
@@ -388,7 +427,7 @@ extern "C" int cuda_moe_combine(float *y, const float *ys, const int32_t *sel, c
     if (!T) return CUDA_KERR_OK;
     int nt = C >= 256 ? 256 : 32 * ((C + 31) / 32);
     if (nt < K) nt = 64; /* a thread per slot ranks them */
-    k_moe_combine<<<T, nt, 0, s>>>(y, ys, sel, wsel, K, C);
+    kl(k_moe_combine, T, nt, 0, s, y, ys, sel, wsel, K, C);
     return launch_status();
 }
 
@@ -396,6 +435,14 @@ extern "C" int cuda_add_gated_rows(float *y, const float *in, const float *gate,
                                    cudaStream_t s) {
     if (!y || !in || !gate || T < 0 || C < 1) return CUDA_KERR_ARGS;
     if (!T) return CUDA_KERR_OK;
-    k_add_gated_rows<<<ew_grid(T * C), EW_THREADS, 0, s>>>(y, in, gate, T, C);
+    kl(k_add_gated_rows, ew_grid(T * C), EW_THREADS, 0, s, y, in, gate, nullptr, T, C);
+    return launch_status();
+}
+
+extern "C" int cuda_add_gated_rows_res(float *y, const float *in, const float *gate, float *res, int64_t T, int64_t C,
+                                       cudaStream_t s) {
+    if (!y || !in || !gate || !res || T < 0 || C < 1) return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    kl(k_add_gated_rows, ew_grid(T * C), EW_THREADS, 0, s, y, in, gate, res, T, C);
     return launch_status();
 }

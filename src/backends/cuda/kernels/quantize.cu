@@ -21,6 +21,7 @@ template <int MODE>
 __global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__ x, const float *__restrict__ w,
                                                         float eps, int8_t *__restrict__ xq, float *__restrict__ ds,
                                                         float *__restrict__ y, int K) {
+    pdl_enter();
     __shared__ float sh[32];
     const int t = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float *xr = x + (size_t)t * K;
@@ -63,7 +64,7 @@ static int check_q8_args(const float *x, const int8_t *xq, const float *ds, int 
 extern "C" int cuda_quantize_q8_1(const float *x, int8_t *xq, float *ds, int T, int K, cudaStream_t s) {
     int rc = check_q8_args(x, xq, ds, T, K);
     if (rc) return rc;
-    k_quantize_q8_1<Q_PLAIN><<<dim3((K + 255) / 256, T), 256, 0, s>>>(x, nullptr, 0.0f, xq, ds, nullptr, K);
+    kl(k_quantize_q8_1<Q_PLAIN>, dim3((K + 255) / 256, T), 256, 0, s, x, nullptr, 0.0f, xq, ds, nullptr, K);
     return launch_status();
 }
 
@@ -72,7 +73,7 @@ extern "C" int cuda_rms_norm_q8_1(const float *x, const float *w, float eps, int
     int rc = check_q8_args(x, xq, ds, T, K);
     if (rc) return rc;
     if (!(eps >= 0.0f)) return CUDA_KERR_ARGS;
-    k_quantize_q8_1<Q_NORM><<<dim3((K + 255) / 256, T), 256, 0, s>>>(x, w, eps, xq, ds, y, K);
+    kl(k_quantize_q8_1<Q_NORM>, dim3((K + 255) / 256, T), 256, 0, s, x, w, eps, xq, ds, y, K);
     return launch_status();
 }
 
@@ -81,6 +82,6 @@ extern "C" int cuda_swiglu_q8_1(const float *g, const float *u, int8_t *xq, floa
     int rc = check_q8_args(g, xq, ds, T, K);
     if (rc) return rc;
     if (!u || !y) return CUDA_KERR_ARGS;
-    k_quantize_q8_1<Q_SWIGLU><<<dim3((K + 255) / 256, T), 256, 0, s>>>(g, u, 0.0f, xq, ds, y, K);
+    kl(k_quantize_q8_1<Q_SWIGLU>, dim3((K + 255) / 256, T), 256, 0, s, g, u, 0.0f, xq, ds, y, K);
     return launch_status();
 }

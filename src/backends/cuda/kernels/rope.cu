@@ -7,6 +7,7 @@
 /* blocks [0, rows1) rotate x[T][H], blocks past them x2[T][H2] (the pair form; x2 NULL: one buffer) */
 __global__ void k_rope(float *x, const int32_t *__restrict__ pos, int H, int D, int mode, int n_rot, float theta,
                        float freq_scale, const float *__restrict__ factors, float *x2, int H2, int rows1) {
+    pdl_enter();
     int row = blockIdx.x;
     if (x2 && row >= rows1) x = x2, H = H2, row -= rows1;
     const int t = row / H, half = n_rot / 2;
@@ -31,8 +32,8 @@ extern "C" int cuda_rope(float *x, const int32_t *pos, int T, int H, int D, cons
         (rp->mode != ROPE_NORM && rp->mode != ROPE_NEOX) || !(rp->theta > 0.0f))
         return CUDA_KERR_ARGS;
     int threads = rp->n_rot / 2 >= 128 ? 128 : 32 * ((rp->n_rot / 2 + 31) / 32);
-    k_rope<<<T * H, threads, 0, s>>>(x, pos, H, D, (int)rp->mode, rp->n_rot, rp->theta, rp->freq_scale, factors,
-                                     NULL, 0, T * H);
+    kl(k_rope, T * H, threads, 0, s, x, pos, H, D, (int)rp->mode, rp->n_rot, rp->theta, rp->freq_scale, factors,
+       nullptr, 0, T * H);
     return launch_status();
 }
 
@@ -42,7 +43,7 @@ extern "C" int cuda_rope2(float *x, int H, float *x2, int H2, const int32_t *pos
         rp->n_rot % 2 || (rp->mode != ROPE_NORM && rp->mode != ROPE_NEOX) || !(rp->theta > 0.0f))
         return CUDA_KERR_ARGS;
     int threads = rp->n_rot / 2 >= 128 ? 128 : 32 * ((rp->n_rot / 2 + 31) / 32);
-    k_rope<<<T * (H + H2), threads, 0, s>>>(x, pos, H, D, (int)rp->mode, rp->n_rot, rp->theta, rp->freq_scale,
-                                            factors, x2, H2, T * H);
+    kl(k_rope, T * (H + H2), threads, 0, s, x, pos, H, D, (int)rp->mode, rp->n_rot, rp->theta, rp->freq_scale,
+       factors, x2, H2, T * H);
     return launch_status();
 }

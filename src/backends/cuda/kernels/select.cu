@@ -20,6 +20,7 @@ static __device__ __forceinline__ void best_of(float &v, int &id, float v2, int 
 #define ROUTE_PER_LANE (ROUTE_MAX_E / 32)
 __global__ void __launch_bounds__(128) k_moe_route(const float *__restrict__ logits, int32_t *__restrict__ ids,
                                                    float *__restrict__ w, int T, int E, int K, int gating, int renorm) {
+    pdl_enter();
     const int lane = threadIdx.x & 31, t = blockIdx.x * 4 + (threadIdx.x >> 5);
     if (t >= T) return; /* uniform over the warp */
     const float *l = logits + (size_t)t * E;
@@ -76,6 +77,7 @@ static __device__ __forceinline__ unsigned long long argmax_key(float v, int i) 
 }
 
 __global__ void __launch_bounds__(256) k_argmax_partial(const float *__restrict__ x, unsigned long long *best, int V) {
+    pdl_enter();
     const int t = blockIdx.y, lane = threadIdx.x & 31;
     const float *xr = x + (size_t)t * V;
     unsigned long long k = 0;
@@ -91,6 +93,7 @@ __global__ void __launch_bounds__(256) k_argmax_partial(const float *__restrict_
 }
 
 __global__ void k_argmax_final(unsigned long long *best, int32_t *ids, int T) {
+    pdl_enter();
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= T) return;
     ids[t] = (int32_t)(0xffffffffu - (unsigned)(best[t] & 0xffffffffu));
@@ -102,7 +105,7 @@ extern "C" int cuda_moe_route(const float *logits, int32_t *ids, float *w, int T
     if (!logits || !ids || !w || T < 1 || E < 1 || E > ROUTE_MAX_E || K < 1 || K > 32 || K > E ||
         (gating != CUDA_MOE_SOFTMAX && gating != CUDA_MOE_SIGMOID))
         return CUDA_KERR_ARGS;
-    k_moe_route<<<(T + 3) / 4, 128, 0, s>>>(logits, ids, w, T, E, K, (int)gating, renorm);
+    kl(k_moe_route, (T + 3) / 4, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
     return launch_status();
 }
 
@@ -110,9 +113,9 @@ extern "C" int cuda_argmax(const float *x, int32_t *ids, unsigned long long *scr
     if (!x || !ids || !scratch || T < 1 || V < 1 || T > 65535) return CUDA_KERR_ARGS;
     int blocks = (V + 2047) / 2048;
     if (blocks > 128) blocks = 128;
-    k_argmax_partial<<<dim3(blocks, T), 256, 0, s>>>(x, scratch, V);
+    kl(k_argmax_partial, dim3(blocks, T), 256, 0, s, x, scratch, V);
     int rc = launch_status();
     if (rc) return rc;
-    k_argmax_final<<<(T + 127) / 128, 128, 0, s>>>(scratch, ids, T);
+    kl(k_argmax_final, (T + 127) / 128, 128, 0, s, scratch, ids, T);
     return launch_status();
 }
