@@ -172,6 +172,15 @@ static void heap_ids_sorted(const int32_t *hi, int32_t *st, int k) {
         }
 }
 
+/* token t's blocks [b0, b1) scored into the heap hs / hi of at most J->n_sel entries; returns its size */
+static int score_blocks(const sel_job *J, int64_t t, int b0, int b1, float *hs, int32_t *hi) {
+    int n = 0;
+    for (int b = b0; b < b1; b++)
+        heap_offer(hs, hi, &n, J->n_sel, block_score(J->q + t * J->Hi * J->D, J->blk + (int64_t)b * J->D, J->Hi, J->D),
+                   b);
+    return n;
+}
+
 /* one token a range item: its blocks scored and its best n_sel kept, on one thread */
 static void sel_range(void *ctx, int64_t t0, int64_t t1, int th) {
     const sel_job *J = ctx;
@@ -182,9 +191,7 @@ static void sel_range(void *ctx, int64_t t0, int64_t t1, int th) {
         const int nb = (J->qpos[t] + 1) / J->c, k = J->n_sel;
         for (int i = 0; i < k; i++) st[i] = i < nb ? i : -1;
         if (nb <= k) continue;
-        int n = 0;
-        for (int b = 0; b < nb; b++)
-            heap_offer(hs, hi, &n, k, block_score(J->q + t * J->Hi * J->D, J->blk + (int64_t)b * J->D, J->Hi, J->D), b);
+        score_blocks(J, t, 0, nb, hs, hi);
         heap_ids_sorted(hi, st, k);
     }
 }
@@ -198,12 +205,7 @@ static void sel_part(void *ctx, int64_t p0, int64_t p1, int th) {
     for (int64_t p = p0; p < p1; p++) {
         float *hs = J->scratch + p * J->per_thread;
         int32_t *hi = (void *)(hs + J->n_sel);
-        const int b0 = (int)(nb * p / J->n_parts), b1 = (int)(nb * (p + 1) / J->n_parts);
-        int n = 0;
-        for (int b = b0; b < b1; b++)
-            heap_offer(hs, hi, &n, J->n_sel,
-                       block_score(J->q + J->t * J->Hi * J->D, J->blk + (int64_t)b * J->D, J->Hi, J->D), b);
-        J->part_n[p] = n;
+        J->part_n[p] = score_blocks(J, J->t, (int)(nb * p / J->n_parts), (int)(nb * (p + 1) / J->n_parts), hs, hi);
     }
 }
 

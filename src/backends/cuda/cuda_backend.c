@@ -91,12 +91,16 @@ static cuda_qmat expert_qmat(const cuda_weight *cw, int e) {
 /* xq / ds = q8_1 of in[n][K], unless they already hold exactly that (q, k and v, or gate and up, read one
  * input: one quantization serves them; the record is dropped by every other op, upload and download, and
  * by a matmul whose output overlaps it) */
+/* Whether xq / ds hold the q8_1 of in[n][K]. q8_1 blocks are 32 values each and rows are back to back in
+ * xq / ds, so the same values as other rows of K % 32 == 0 are the same bytes (the MoE's swiglu quantizes
+ * T rows of moe_k x n_ff_exp, its down projection reads them as T x moe_k rows of n_ff_exp). */
+static bool xq_holds(const cuda_exec *c, const float *in, int64_t n, int64_t K) {
+    return c->xq_src == in && (int64_t)c->xq_n * c->xq_K == n * K && K % 32 == 0;
+}
+
 static int quantize_in(exec *x, const float *in, int n, int64_t K, const char *op, const char *name) {
     cuda_exec *c = cx_of(x);
-    /* q8_1 blocks are 32 values each and rows are back to back in xq / ds, so the same values as other rows
-     * of K % 32 == 0 are the same bytes (the MoE's swiglu quantizes T rows of moe_k x n_ff_exp, its down
-     * projection reads them as T x moe_k rows of n_ff_exp) */
-    if (c->xq_src == in && (int64_t)c->xq_n * c->xq_K == (int64_t)n * K && K % 32 == 0) return 0;
+    if (xq_holds(c, in, n, K)) return 0;
     cx_prof_mark(x, "quantize_q8_1", NULL);
     c->xq_src = NULL;
     if (cx_kfail(x, cuda_quantize_q8_1(in, c->xq, c->ds, n, (int)K, c->st), op, name)) return 1;
@@ -129,22 +133,6 @@ void cx_pend_flush(exec *x, float *res) {
     cx_kfail(x, st, "matmul", c->pend.name);
 }
 
-/* Whether a GEMV of W over in[T] into y may join the pending ones: the same q8_1 rows (in is what xq
- * holds), type and width, room in the group, and y apart from every pending output. */
-static bool pend_joins(const cuda_exec *c, const cuda_weight *cw, const float *in, const float *y, int T) {
-    if (!c->pend.n || c->pend.sel || c->pend.n >= CUDA_GEMV_GROUP || !cw->planes || c->pend.T != T ||
-        T > CUDA_GEMV_MAX_ROWS ||
-        c->xq_src != in || c->xq_n != T || c->xq_K != cw->K || cw->type != c->pend.q[0].type ||
-        cw->K != c->pend.q[0].K)
-        return false;
-    const int64_t ny = (int64_t)T * cw->N;
-    for (int i = 0; i < c->pend.n; i++) {
-        const int64_t np = (int64_t)T * c->pend.q[i].N;
-        if (y < c->pend.y[i] + np && c->pend.y[i] < y + ny) return false;
-    }
-    return true;
-}
-
 /* whether y[0 .. n) overlaps a pending GEMV's output (T rows of its N) */
 static bool overlaps_pend(const cuda_exec *c, const float *y, int64_t n, int64_t T) {
     for (int i = 0; i < c->pend.n; i++) {
@@ -152,6 +140,14 @@ static bool overlaps_pend(const cuda_exec *c, const float *y, int64_t n, int64_t
         if (y < c->pend.y[i] + np && c->pend.y[i] < y + n) return true;
     }
     return false;
+}
+
+/* Whether a GEMV of W over in[T] into y may join the pending ones: the same q8_1 rows (in is what xq
+ * holds), type and width, room in the group, and y apart from every pending output. */
+static bool pend_joins(const cuda_exec *c, const cuda_weight *cw, const float *in, const float *y, int T) {
+    return c->pend.n && !c->pend.sel && c->pend.n < CUDA_GEMV_GROUP && cw->planes && c->pend.T == T &&
+           T <= CUDA_GEMV_MAX_ROWS && xq_holds(c, in, T, cw->K) && cw->type == c->pend.q[0].type &&
+           cw->K == c->pend.q[0].K && !overlaps_pend(c, y, (int64_t)T * cw->N, T);
 }
 
 /* rows [r0, r0 + n) of x through the GEMV (up to 8: deferred, cx_pend_flush; more: one batched launch) */
@@ -280,8 +276,8 @@ void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, cons
      * joins it as one launch (each member's blocks as in a launch of its own: the same bits) */
     const bool joins = c->pend.n && c->pend.sel == sel && c->pend.n < CUDA_GEMV_GROUP && c->pend.slots == slots &&
                        c->pend.xdiv == xdiv && c->pend.E == cw->E && !is_float_type(cw->type) &&
-                       cw->type == c->pend.q[0].type && cw->K == c->pend.q[0].K && c->xq_src == in &&
-                       (int64_t)c->xq_n * c->xq_K == n_in * cw->K && !overlaps_pend(c, y, slots * cw->N, slots);
+                       cw->type == c->pend.q[0].type && cw->K == c->pend.q[0].K && xq_holds(c, in, n_in, cw->K) &&
+                       !overlaps_pend(c, y, slots * cw->N, slots);
     if (joins) {
         cx_graph_tick(x);
         cx_prof_mark(x, "gemv_experts", w->name);
