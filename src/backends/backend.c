@@ -1,6 +1,7 @@
 /* backend: the executor's error record and the device registry (which devices this build has). */
 #include "backends/backend.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -28,6 +29,24 @@ void attend_decode_each(exec *x, const attn_seq *seqs, int n, const float *q, co
         x->ops->attention(x, q + s->row * qw, s->k, s->v, tk, tv, out + s->row * qw, s->qpos, kpos, 1, s->pos + 1, Hq,
                           Hkv, D, scale, window);
     }
+}
+
+void gdn_decode_each(exec *x, const gdn_seq *seqs, int n, const float *qkv, float *alpha, float *beta, const float *z,
+                     const gdn_weights *w, float *work, float *o, const gdn_shape *sh) {
+    const exec_ops *op = x->ops;
+    const int Hk = sh->Hk, Hv = sh->Hv, Dk = sh->Dk, Dv = sh->Dv;
+    const int64_t qk = (int64_t)Hk * Dk, vw = (int64_t)Hv * Dv, dc = 2 * qk + vw;
+    op->gdn_gates(x, alpha, beta, w->a, w->dt, n, Hv);
+    for (int i = 0; i < n; i++)
+        op->conv1d_silu(x, qkv + i * dc, seqs[i].conv, w->conv, work + i * dc, 1, (int)dc, sh->Kc);
+    for (int i = 0; i < n; i++) { /* a sequence's q | k | v are consecutive parts of its conv row */
+        float *q = work + i * dc, *k = q + qk, *v = k + qk;
+        op->l2_norm(x, q, 1, Hk, Dk, sh->eps, 1.0f / sqrtf((float)Dk));
+        op->l2_norm(x, k, 1, Hk, Dk, sh->eps, 1.0f);
+        op->gdn(x, seqs[i].S, q, k, v, alpha + (int64_t)i * Hv, beta + (int64_t)i * Hv, o + i * vw, 1, Hk, Hv, Dk, Dv,
+                sh->map);
+    }
+    op->gated_norm(x, o, z, w->norm, n, Hv, Dv, sh->eps);
 }
 
 int exec_status(exec *x, err *e) {

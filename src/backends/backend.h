@@ -74,6 +74,22 @@ typedef struct attn_seq {
 } attn_seq;
 #define ATTN_DECODE_MAX_SEQS 64 /* sequences one attend_decode call takes */
 
+/* gdn_decode: one sequence's recurrent state (device memory: conv [Kc-1][2 Hk Dk + Hv Dv], S [Hv][Dk][Dv]),
+ * a Gated DeltaNet layer's weights after its projections (F32: conv [dc][Kc], ssm_a and dt_bias [Hv], the
+ * gated norm's [Dv]) and its shape. */
+typedef struct gdn_seq {
+    float *conv, *S;
+} gdn_seq;
+typedef struct gdn_weights {
+    const weight *conv, *a, *dt, *norm;
+} gdn_weights;
+typedef struct gdn_shape {
+    int Hk, Hv, Dk, Dv, Kc;
+    float eps;
+    enum gdn_head_map map;
+} gdn_shape;
+#define GDN_DECODE_MAX_SEQS 64 /* sequences one gdn_decode call takes */
+
 /* One span of a pass: n tokens of one sequence, the last n_out of which are output rows. */
 typedef struct pass_span {
     int n, n_out;
@@ -181,6 +197,15 @@ typedef struct exec_ops {
                 float *o, int T, int Hk, int Hv, int Dk, int Dv, enum gdn_head_map map);
     /* o[T][Hv][Dv] = rms_norm_per_head(o) * w * silu(z) */
     void (*gated_norm)(exec *x, float *o, const float *z, const weight *w, int T, int Hv, int Dv, float eps);
+    /* One decode token of each of n <= GDN_DECODE_MAX_SEQS sequences through a Gated DeltaNet layer, from its
+     * projections to the gated norm (row i of qkv [n][2 Hk Dk + Hv Dv], alpha, beta [n][Hv], z and o [n][Hv*Dv]
+     * is sequence i's): gdn_gates over the n rows, then per sequence conv1d_silu of its qkv row with its conv
+     * state into its row of work (q | k | v), l2_norm of q (times Dk^-1/2) and of k, the delta rule on its
+     * S, and gated_norm of the n rows of o with z: what those ops do one by one (gdn_decode_each, backend.c),
+     * in fewer launches on a GPU. The states advance in place; alpha, beta and work are left unspecified.
+     * A sequence's bits do not depend on the others in the call. */
+    void (*gdn_decode)(exec *x, const gdn_seq *seqs, int n, const float *qkv, float *alpha, float *beta,
+                       const float *z, const gdn_weights *w, float *work, float *o, const gdn_shape *sh);
 
     /* --- MoE, all on the device --- */
     /* logits[T][E] -> sel[T][K] (int32 expert ids, best first; ties to the lower id) and wsel[T][K]:
@@ -273,6 +298,11 @@ bool pass_rows_family(exec *x, const pass_rows *p, const char *name, int T, mm_r
 void attend_decode_each(exec *x, const attn_seq *seqs, int n, const float *q, const float *k, const float *v,
                         float *out, enum qtype tk, enum qtype tv, const int32_t *kpos, int Hq, int Hkv, int D,
                         float scale, int window);
+
+/* gdn_decode the plain way: gdn_gates, conv1d_silu, l2_norm, gdn and gated_norm through the executor's own
+ * ops. The CPU's gdn_decode; a GPU's for the shapes its fused kernel does not take. */
+void gdn_decode_each(exec *x, const gdn_seq *seqs, int n, const float *qkv, float *alpha, float *beta, const float *z,
+                     const gdn_weights *w, float *work, float *o, const gdn_shape *sh);
 
 /* Whether attention / store_rows take caches of type t on this device (and, for a block type, rows of
  * width D: whole blocks). */

@@ -277,11 +277,21 @@ void blk_gdn(model *m, fwd_ctx *c, const layer *L, int il, const fwd_span *spans
     op->matmul(x, &L->attn_gate, 0, w->h, z, T, MM_ROWS_PASS);
     op->matmul(x, &L->ssm_alpha, 0, w->h, w->g, T, MM_ROWS_PASS);
     op->matmul(x, &L->ssm_beta, 0, w->h, w->beta, T, MM_ROWS_PASS);
+    if (gate == GDN_GATE_SILU && T == n_spans && T <= GDN_DECODE_MAX_SEQS) { /* decode steps only: fused */
+        gdn_seq seqs[GDN_DECODE_MAX_SEQS];
+        for (int s = 0; s < n_spans; s++)
+            seqs[s] = (gdn_seq){seq_state(&c->kv->seqs[spans[s].seq], il, 0), seq_state(&c->kv->seqs[spans[s].seq], il, 1)};
+        const gdn_weights gw = {&L->ssm_conv1d, &L->ssm_a, &L->ssm_dt, &L->ssm_norm};
+        const gdn_shape sh = {Hk, Hv, Dk, Dv, hp->ssm_conv, hp->eps, GDN_HEADS_TILED};
+        op->gdn_decode(x, seqs, n_spans, qkv, w->g, w->beta, z, &gw, conv, o, &sh);
+        op->matmul(x, &L->ssm_out, 0, o, w->y, T, MM_ROWS_PASS);
+        return;
+    }
     op->gdn_gates(x, w->g, w->beta, &L->ssm_a, &L->ssm_dt, T, Hv);
     for (int s = 0, t0 = 0; s < n_spans; t0 += spans[s].n, s++)
         op->conv1d_silu(x, qkv + t0 * dc, seq_state(&c->kv->seqs[spans[s].seq], il, 0), &L->ssm_conv1d,
                         conv + t0 * dc, spans[s].n, (int)dc, hp->ssm_conv);
-    if (T == 1) { /* one token (a decode step): its q | k | v are already contiguous parts of the conv row */
+    if (T == 1) { /* one token: its q | k | v are already contiguous parts of the conv row */
         q = conv, k = conv + qk, v = conv + 2 * qk;
     } else {
         op->copy_cols(x, q, conv, T, dc, 0, qk);
@@ -309,19 +319,21 @@ void blk_moe(model *m, fwd_ctx *c, const layer *L) {
     const exec_ops *op = x->ops;
     fwd_work *w = &c->w;
     int T = w->T, E = hp->n_expert, K = hp->n_expert_used, C = hp->n_embd;
+    /* the order lets a GPU executor fuse: every projection of h (routed and shared gate / up) right after
+     * the routing, so h is quantized once; the combine of the routed rows, the shared expert's gated add
+     * and the caller's residual add last, one after the other (the values are those of any order) */
     op->matmul(x, &L->ffn_gate_inp, 0, w->h, w->a, T, MM_ROWS_PASS);
     op->moe_route(x, w->a, w->moe_sel, w->moe_w, T, E, K, MOE_SOFTMAX, true);
     op->matmul_experts(x, &L->ffn_gate_exps, w->moe_sel, K, w->h, false, w->moe_g, T);
     op->matmul_experts(x, &L->ffn_up_exps, w->moe_sel, K, w->h, false, w->moe_u, T);
-    op->swiglu(x, w->moe_g, w->moe_u, w->moe_g, (int64_t)T * K * hp->n_ff_exp);
-    op->matmul_experts(x, &L->ffn_down_exps, w->moe_sel, K, w->moe_g, true, w->moe_y, T);
-    op->moe_combine(x, w->y, w->moe_y, w->moe_sel, w->moe_w, T, K, C);
-    /* shared expert */
     op->matmul(x, &L->ffn_gate_shexp, 0, w->h, w->b, T, MM_ROWS_PASS);
     op->matmul(x, &L->ffn_up_shexp, 0, w->h, w->c, T, MM_ROWS_PASS);
+    op->swiglu(x, w->moe_g, w->moe_u, w->moe_g, (int64_t)T * K * hp->n_ff_exp);
+    op->matmul_experts(x, &L->ffn_down_exps, w->moe_sel, K, w->moe_g, true, w->moe_y, T);
     op->swiglu(x, w->b, w->c, w->b, (int64_t)T * hp->n_ff_shexp);
     op->matmul(x, &L->ffn_down_shexp, 0, w->b, w->d, T, MM_ROWS_PASS);
     op->matmul(x, &L->ffn_gate_inp_shexp, 0, w->h, w->a, T, MM_ROWS_PASS);
+    op->moe_combine(x, w->y, w->moe_y, w->moe_sel, w->moe_w, T, K, C);
     op->add_gated_rows(x, w->y, w->d, w->a, T, C);
 }
 

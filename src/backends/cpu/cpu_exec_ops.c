@@ -256,6 +256,7 @@ const exec_ops cpu_exec_ops = {
     .gdn_gates = cpu_gdn_gates,
     .gdn = cpu_gdn_op,
     .gated_norm = cpu_gated_norm,
+    .gdn_decode = gdn_decode_each, /* backend.c: the five ops a sequence at a time */
     .moe_route = cpu_moe_route,
     .matmul_experts = cpu_matmul_experts,
     .moe_combine = cpu_moe_combine,

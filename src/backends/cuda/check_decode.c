@@ -160,10 +160,13 @@ CASE(at_2, check_attn(3000, 2900, 8, 4, 256, 512, s, b, r, e))
 CASE(at_3, check_attn(300, 257, 14, 2, 64, 0, s, b, r, e))
 CASE(at_4, check_attn(32768, 32768, 32, 8, 128, 0, s, b, r, e))
 CASE(at_5, check_attn(32768, 32000, 16, 2, 256, 4096, s, b, r, e))
-CASE(gd_32_tiled, check_gdn(16, 32, GDN_HEADS_TILED, s, b, r, e))
-CASE(gd_32_grouped, check_gdn(16, 32, GDN_HEADS_GROUPED, s, b, r, e))
-CASE(gd_48_tiled, check_gdn(16, 48, GDN_HEADS_TILED, s, b, r, e))
-CASE(gd_48_grouped, check_gdn(16, 48, GDN_HEADS_GROUPED, s, b, r, e))
+CASE(gd_32_tiled, check_gdn(16, 32, GDN_HEADS_TILED, 1, s, b, r, e))
+CASE(gd_32_grouped, check_gdn(16, 32, GDN_HEADS_GROUPED, 1, s, b, r, e))
+CASE(gd_48_tiled, check_gdn(16, 48, GDN_HEADS_TILED, 1, s, b, r, e))
+CASE(gd_48_grouped, check_gdn(16, 48, GDN_HEADS_GROUPED, 1, s, b, r, e))
+CASE(gd_16_tiled, check_gdn(16, 16, GDN_HEADS_TILED, 1, s, b, r, e))
+CASE(gd_32_tiled_3, check_gdn(16, 32, GDN_HEADS_TILED, 3, s, b, r, e))
+CASE(gd_48_grouped_5, check_gdn(16, 48, GDN_HEADS_GROUPED, 5, s, b, r, e))
 CASE(mr_a, check_moe_route(1, 256, 8, CUDA_MOE_SOFTMAX, 1, s, r, e))
 CASE(mr_b, check_moe_route(4, 128, 8, CUDA_MOE_SOFTMAX, 1, s, r, e))
 CASE(mr_c, check_moe_route(2, 64, 6, CUDA_MOE_SIGMOID, 0, s, r, e))
@@ -319,6 +322,9 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"gdn_step", "Hk16 Hv32 D128 grouped", gd_32_grouped},
     {"gdn_step", "Hk16 Hv48 D128 tiled", gd_48_tiled},
     {"gdn_step", "Hk16 Hv48 D128 grouped", gd_48_grouped},
+    {"gdn_step", "Hk16 Hv16 D128 (8 column blocks a head)", gd_16_tiled},
+    {"gdn_step", "Hk16 Hv32 D128 tiled, 3 sequences", gd_32_tiled_3},
+    {"gdn_step", "Hk16 Hv48 D128 grouped, 5 sequences", gd_48_grouped_5},
     {"moe_route", "T1 E256 K8 softmax renorm", mr_a},
     {"moe_route", "T4 E128 K8 softmax renorm", mr_b},
     {"moe_route", "T2 E64 K6 sigmoid", mr_c},

@@ -277,10 +277,43 @@ int check_pairs(uint64_t seed, cuda_check_result *res, err *e) {
             goto done;
         for (size_t i = 0; i < n1; i++) bad += memcmp(&ga[i], &wa[i], 4) != 0;
     }
+    /* the MoE's combine, gated add and residual add in one launch (cuda_moe_combine_gated) against
+     * cuda_moe_combine then cuda_add_gated_rows_res: y and res bit for bit (a repeated expert id included) */
+    {
+        const int32_t sel[T * 2] = {0, 1, 3, 2, 5, 5};
+        float *ysh = hmalloc(8 * n1, e);
+        if (!ysh) {
+            rc = ERR_NOMEM;
+            goto done;
+        }
+        memcpy(ysh, a, 4 * n1), memcpy(ysh + n1, wa, 4 * n1);
+        float *dys = dpool_up(&dp, ysh, 8 * n1, e), *dw = dpool_up(&dp, b + 7, 4 * T * 2, e); /* routing weights */
+        int32_t *dsel = dpool_up(&dp, sel, sizeof sel, e);
+        float *y1 = dpool_alloc(&dp, 4 * n1, e), *y2 = dpool_alloc(&dp, 4 * n1, e);
+        float *r1 = dpool_up(&dp, ga, 4 * n1, e), *r2 = dpool_alloc(&dp, 4 * n1, e);
+        free(ysh);
+        if (!dys || !dw || !dsel || !y1 || !y2 || !r1 || !r2 ||
+            cu_check(cudaMemcpy(r2, r1, 4 * n1, cudaMemcpyDeviceToDevice), e, "cudaMemcpy")) {
+            rc = e->code;
+            goto done;
+        }
+        const int C = H1 * D;
+        if ((rc = kcheck(cuda_moe_combine_gated(y1, dys, dsel, dw, T, 2, C, in, gate, r1, 0), e,
+                         "cuda_moe_combine_gated")) ||
+            (rc = kcheck(cuda_moe_combine(y2, dys, dsel, dw, T, 2, C, 0), e, "cuda_moe_combine")) ||
+            (rc = kcheck(cuda_add_gated_rows_res(y2, in, gate, r2, T, C, 0), e, "cuda_add_gated_rows_res")))
+            goto done;
+        for (int pass = 0; pass < 2; pass++) {
+            if ((rc = cu_download(ga, pass ? r1 : y1, 4 * n1, e)) || (rc = cu_download(wa, pass ? r2 : y2, 4 * n1, e)))
+                goto done;
+            for (size_t i = 0; i < n1; i++) bad += memcmp(&ga[i], &wa[i], 4) != 0;
+        }
+    }
     res->max_err = (double)bad;
     res->tol = 0;
     snprintf(res->detail, sizeof res->detail,
-             "rope2, l2_norm2, store_rows2 (f16), add_gated_rows_res vs one launch a buffer: values off");
+             "rope2, l2_norm2, store_rows2 (f16), add_gated_rows_res, moe_combine_gated vs one launch a buffer: "
+             "values off");
 done:
     dpool_free(&dp);
     free(a), free(b), free(ga), free(gb), free(wa), free(wb);

@@ -428,7 +428,7 @@ void cx_destroy(exec *x) {
             cudaStreamDestroy(c->st);
         }
         cx_prof_free(c); /* prints the op profile */
-        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->gpart, c->wdq};
+        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->gpart, c->wdq, c->gdn_sync};
         for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) cu_free(dbufs[i]);
         pass_rows_free(&c->pr);
         free(c);
@@ -488,6 +488,7 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
         {(void **)&c->wdq, R > CUDA_GEMV_MAX_ROWS ? (size_t)d->max_dq * 2 : 0},
         {(void **)&c->attn, (size_t)c->attn_n * (size_t)c->attn_seqs * sizeof(float)},
         {(void **)&c->gdn, (size_t)c->gdn_n * sizeof(float)},
+        {(void **)&c->gdn_sync, plan->gdn_hv > 0 ? (size_t)CUDA_GDN_MAX_SEQS * 2 * plan->gdn_hv * sizeof(unsigned) : 0},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) total += want[i].n;
@@ -502,7 +503,10 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
             return NULL;
         }
     }
-    if (cu_check(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking), e, "cudaStreamCreate") ||
+    if ((c->gdn_sync && cu_check(cudaMemset(c->gdn_sync, 0, (size_t)CUDA_GDN_MAX_SEQS * 2 * plan->gdn_hv *
+                                                                   sizeof(unsigned)),
+                                 e, "cudaMemset")) ||
+        cu_check(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking), e, "cudaStreamCreate") ||
         cx_graph_init(c, e) || (cx_prof_wanted() && cx_prof_init(c, e))) {
         cx_destroy(x);
         return NULL;

@@ -9,6 +9,7 @@
  * Every failure (a launcher's precondition, a launch or an asynchronous error seen at a download) is
  * recorded once with exec_fail; later ops then do nothing. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
@@ -56,6 +57,17 @@ static void cx_download(exec *x, void *dst, const void *src, size_t bytes) {
     if (!x->status) cx_of(x)->inflight = false;
 }
 
+/* An A/B switch for timing a fusion (docs/cuda.md): on unless the variable is "0"; read once into *cache
+ * (-1 before). */
+static bool switched_on(const char *var, int *cache) {
+    if (*cache < 0) {
+        const char *v = getenv(var);
+        *cache = !(v && !strcmp(v, "0"));
+    }
+    return *cache;
+}
+static int moe_tail = -1; /* LLM170_CUDA_MOE_TAIL=0: moe_route drops the q8_1 rows, moe_combine launches alone */
+
 /* ---------------------------------------------------------------- deferred small ops (pop) */
 
 static bool apart(const void *a, size_t na, const void *b, size_t nb) {
@@ -77,6 +89,12 @@ void cx_pop_flush(exec *x) {
     else if (kind == CX_POP_STORE)
         cx_kfail(x, cuda_store_rows(c->pop.dst, c->pop.type, c->pop.src, c->pop.rows, c->pop.width, c->st), "store_rows",
                  "");
+    else if (kind == CX_POP_COMBINE || kind == CX_POP_COMBINE_GATED)
+        cx_kfail(x,
+                 cuda_moe_combine_gated(c->pop.x, c->pop.src, c->pop.sel, c->pop.factors, c->pop.T, c->pop.H,
+                                        (int)c->pop.width, kind == CX_POP_COMBINE ? NULL : c->pop.in2,
+                                        kind == CX_POP_COMBINE ? NULL : c->pop.gate2, NULL, c->st),
+                 "moe_combine", "");
     else if (kind == CX_POP_GATED)
         cx_kfail(x, cuda_add_gated_rows(c->pop.x, c->pop.src, c->pop.factors, c->pop.rows, c->pop.width, c->st),
                  "add_gated_rows", "");
@@ -153,6 +171,16 @@ static void cx_add(exec *x, float *y, const float *in, int64_t n) {
         const int64_t T = c->pop.rows, C = c->pop.width;
         joined(x);
         RUN(x, "add", cuda_add_gated_rows_res(g, src, gate, y, T, C, ST(x)));
+        return;
+    }
+    if (c->pop.kind == CX_POP_COMBINE_GATED && in == c->pop.x && n == (int64_t)c->pop.T * c->pop.width &&
+        apart(y, sizeof(float) * (size_t)n, in, sizeof(float) * (size_t)n)) { /* y += the combined, gated rows */
+        float *g = c->pop.x;
+        const float *ys = c->pop.src, *wsel = c->pop.factors, *gin = c->pop.in2, *gate = c->pop.gate2;
+        const int32_t *sel = c->pop.sel;
+        const int T = c->pop.T, K = c->pop.H, C = (int)c->pop.width;
+        joined(x);
+        RUN(x, "add", cuda_moe_combine_gated(g, ys, sel, wsel, T, K, C, gin, gate, y, ST(x)));
         return;
     }
     if (c->pend.n == 1 && !c->pend.sel && in == c->pend.y[0] && n == (int64_t)c->pend.T * c->pend.q[0].N &&
@@ -374,9 +402,40 @@ static void cx_gated_norm(exec *x, float *o, const float *z, const weight *w, in
     RUN(x, "gated_norm", cuda_swiglu(z, o, o, (int64_t)T * Hv * Dv, ST(x))); /* o = silu(z) * o */
 }
 
+/* one kernel for the whole layer step where it takes the shape (Dk = Dv = 128, the planned heads), writing
+ * o's q8_1 for the ssm_out GEMV that follows; else the five ops one by one */
+static void cx_gdn_decode(exec *x, const gdn_seq *seqs, int n, const float *qkv, float *alpha, float *beta,
+                          const float *z, const gdn_weights *w, float *work, float *o, const gdn_shape *sh) {
+    cuda_exec *c = cx_of(x);
+    static int fused = -1; /* LLM170_CUDA_GDN=0: the op-by-op path (an A/B switch for timing) */
+    if (!switched_on("LLM170_CUDA_GDN", &fused) || sh->Dk != 128 || sh->Dv != 128 || !c->gdn_sync || sh->Hv > c->plan.gdn_hv || sh->Hk > sh->Hv || n < 1 ||
+        n > CUDA_GDN_MAX_SEQS) {
+        gdn_decode_each(x, seqs, n, qkv, alpha, beta, z, w, work, o, sh);
+        return;
+    }
+    OP(x, "gdn_decode");
+    cuda_gdn_args a = {.qkv = qkv, .alpha = alpha, .beta_raw = beta, .z = z, .o = o, .sync = c->gdn_sync, .n = n,
+                       .Hk = sh->Hk, .Hv = sh->Hv, .Dk = sh->Dk, .Dv = sh->Dv, .Kc = sh->Kc, .map = sh->map,
+                       .eps = sh->eps};
+    a.conv_w = cx_f32(x, w->conv, "gdn_decode"), a.ssm_a = cx_f32(x, w->a, "gdn_decode");
+    a.dt_bias = cx_f32(x, w->dt, "gdn_decode"), a.norm_w = cx_f32(x, w->norm, "gdn_decode");
+    if (x->status) return;
+    for (int i = 0; i < n; i++) a.seq[i].conv = seqs[i].conv, a.seq[i].S = seqs[i].S;
+    const int64_t K = (int64_t)sh->Hv * sh->Dv;
+    const bool q8 = fuse_q8(x, o, n, K, NULL);
+    if (q8) a.xq = c->xq, a.ds = c->ds;
+    RUN(x, "gdn_decode", cuda_gdn_step(&a, ST(x)));
+    if (q8) fused_q8(x, o, n, K);
+}
+
 static void cx_moe_route(exec *x, const float *logits, int32_t *sel, float *wsel, int T, int E, int K,
                          enum moe_gating gating, bool renorm) {
+    cuda_exec *c = cx_of(x);
+    const float *held = c->xq_src; /* the q8_1 rows of the layer's input stay valid for the expert GEMVs */
+    const size_t hb = held ? sizeof(float) * (size_t)c->xq_n * (size_t)c->xq_K : 0, sb = sizeof(float) * (size_t)T * K;
     OP(x, "moe_route");
+    if (held && apart(held, hb, sel, sb) && apart(held, hb, wsel, sb) && switched_on("LLM170_CUDA_MOE_TAIL", &moe_tail))
+        c->xq_src = held;
     if (K < 1 || K > E) {
         exec_fail(x, ERR_ARG, "moe_route: top %d of %d experts", K, E);
         return;
@@ -389,12 +448,27 @@ static void cx_moe_route(exec *x, const float *logits, int32_t *sel, float *wsel
 static void cx_moe_combine(exec *x, float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K,
                            int C) {
     OP(x, "moe_combine");
+    cuda_exec *c = cx_of(x);
+    if (!x->status && T > 0 && K >= 1 && K <= 64 && C > 0 && small_pass(c) &&
+        switched_on("LLM170_CUDA_MOE_TAIL", &moe_tail)) { /* add_gated_rows into y may join it */
+        c->pop.kind = CX_POP_COMBINE, c->pop.x = y, c->pop.src = ys, c->pop.sel = sel, c->pop.factors = wsel;
+        c->pop.T = T, c->pop.H = K, c->pop.width = C;
+        return;
+    }
     RUN(x, "moe_combine", cuda_moe_combine(y, ys, sel, wsel, T, K, C, ST(x)));
 }
 
 static void cx_add_gated_rows(exec *x, float *y, const float *in, const float *gate, int T, int C) {
-    OP(x, "add_gated_rows");
     cuda_exec *c = cx_of(x);
+    const size_t yb = sizeof(float) * (size_t)T * (size_t)C;
+    if (c->pop.kind == CX_POP_COMBINE && c->pop.x == y && c->pop.T == T && c->pop.width == C && !x->status &&
+        apart(y, yb, in, yb) && apart(y, yb, gate, sizeof(float) * (size_t)T)) { /* the combine's y += it */
+        x->stats.n_ops++;
+        c->xq_src = NULL;
+        c->pop.kind = CX_POP_COMBINE_GATED, c->pop.in2 = in, c->pop.gate2 = gate;
+        return;
+    }
+    OP(x, "add_gated_rows");
     if (!x->status && T > 0 && C > 0 && small_pass(c)) { /* an add of y into the residual may join it (cx_add) */
         c->pop.kind = CX_POP_GATED, c->pop.x = y, c->pop.src = in, c->pop.factors = gate, c->pop.rows = T;
         c->pop.width = C;
@@ -432,6 +506,7 @@ const exec_ops cuda_exec_ops = {
     .gdn_gates = cx_gdn_gates,
     .gdn = cx_gdn,
     .gated_norm = cx_gated_norm,
+    .gdn_decode = cx_gdn_decode,
     .moe_route = cx_moe_route,
     .matmul_experts = cx_matmul_experts,
     .moe_combine = cx_moe_combine,

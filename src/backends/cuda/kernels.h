@@ -103,7 +103,11 @@ int cuda_scale(float *y, float v, int64_t n, cudaStream_t s);
 int cuda_gdn_gates(float *g, float *beta, const float *A, const float *dt, int64_t T, int Hv, cudaStream_t s);
 int cuda_conv1d_silu(const float *x, float *state, const float *w, float *y, int T, int Ch, int K, cudaStream_t s);
 int cuda_moe_combine(float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K, int C,
-                     cudaStream_t s); /* K <= 64 */
+                     cudaStream_t s);
+/* moe_combine, then (in, gate not NULL) y[t] += sigmoid(gate[t]) * in[t] (add_gated_rows), then (res not
+ * NULL) res += y (add), in one launch: the bits of the three launches */
+int cuda_moe_combine_gated(float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K, int C,
+                           const float *in, const float *gate, float *res, cudaStream_t s); /* K <= 64 */
 int cuda_add_gated_rows(float *y, const float *in, const float *gate, int64_t T, int64_t C, cudaStream_t s);
 /* the same, then res[T][C] += y in the same launch (the residual add after an MoE; the executor's join):
  * y and res bit-identical to cuda_add_gated_rows then cuda_add. y and res must not overlap. */
@@ -164,27 +168,31 @@ int cuda_attn_decode_seqs(const cuda_attn_seq *seqs, int n, const float *q, cons
                           float *out, const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window,
                           float *scratch, int64_t scratch_n, cudaStream_t s);
 
-/* --- Gated DeltaNet decode step (kernels/gdn_step.cu), one token, the whole block from the projections
- * to the gated norm in one kernel: conv1d step with state + SiLU, l2 norm of q (times Dk^-1/2) and k,
- * gates g = ssm_a * softplus(alpha + dt_bias) and beta = sigmoid(beta_raw), the delta-rule update of S,
- * o = S^T q, and o = rms_norm(o) * norm_w * silu(z). Dk == Dv == 128. The conv state is double-buffered:
- * conv_in is read and conv_out written (they must not alias; swap them each step), because blocks of
- * value heads that share a key head read the same channels. */
+/* --- Gated DeltaNet decode step (kernels/gdn_step.cu), one token of each of n sequences, the whole block
+ * from the projections to the gated norm in one kernel: conv1d step with state + SiLU, l2 norm of q (times
+ * Dk^-1/2) and k, gates g = ssm_a * softplus(alpha + dt_bias) and beta = sigmoid(beta_raw), the delta-rule
+ * update of S, o = S^T q, and o = rms_norm(o) * norm_w * silu(z); optionally o's q8_1 rows for the GEMV
+ * that reads it next (as cuda_quantize_q8_1 would write them). Dk == Dv == 128. Row i of qkv, alpha,
+ * beta_raw, z and o is sequence i's; its conv state and S are updated in place. */
+#define CUDA_GDN_MAX_SEQS 64
 typedef struct cuda_gdn_args {
-    const float *qkv;     /* [2*Hk*Dk + Hv*Dv] the attn_qkv projection (q | k | v) */
-    const float *conv_in; /* [Kc-1][dc] previous raw inputs, oldest first (dc = 2*Hk*Dk + Hv*Dv) */
-    float *conv_out;      /* [Kc-1][dc] written: the last Kc-1 raw inputs */
+    const float *qkv;     /* [n][2*Hk*Dk + Hv*Dv] the attn_qkv projection (q | k | v) */
     const float *conv_w;  /* [dc][Kc] */
-    const float *alpha, *beta_raw; /* [Hv] the ssm_alpha / ssm_beta projections */
+    const float *alpha, *beta_raw; /* [n][Hv] the ssm_alpha / ssm_beta projections */
     const float *ssm_a, *dt_bias;  /* [Hv] */
-    const float *z;       /* [Hv][Dv] the attn_gate projection */
+    const float *z;       /* [n][Hv][Dv] the attn_gate projection */
     const float *norm_w;  /* [Dv] ssm_norm */
-    float *S;             /* [Hv][Dk][Dv] state, updated in place */
-    float *o;             /* [Hv][Dv] out */
-    unsigned int *sync;   /* [Hv] counters: zero before the first call; the kernel leaves them zero */
-    int Hk, Hv, Dk, Dv, Kc;
+    float *o;             /* [n][Hv][Dv] out */
+    int8_t *xq;           /* NULL, or [n][Hv*Dv] o's q8_1 values (16-byte aligned) */
+    float *ds;            /* with xq: [n][Hv*Dv/32][2] their scales */
+    unsigned int *sync;   /* [n][Hv + Hk] counters: zero before the first call; the kernel leaves them zero */
+    int n, Hk, Hv, Dk, Dv, Kc;
     enum gdn_head_map map;
     float eps;
+    struct {
+        float *conv;      /* [Kc-1][dc] previous raw inputs, oldest first (dc = 2*Hk*Dk + Hv*Dv) */
+        float *S;         /* [Hv][Dk][Dv] */
+    } seq[CUDA_GDN_MAX_SEQS];
 } cuda_gdn_args;
 int cuda_gdn_step(const cuda_gdn_args *a, cudaStream_t s);
 

@@ -20,6 +20,22 @@ static __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+/* q8_1 of one 32-value unit, value `lane` in each lane of the calling warp (all 32 lanes call it):
+ * d = amax / 127, q = round(h / d) (0 when amax == 0), xq[lane] = q, ds2 = (d, d * sum(q)); IEEE division and
+ * round-half-away, the operations of the host reference in the check */
+static __device__ __forceinline__ void q8_1_unit(float h, int8_t *xq, float *ds2) {
+    const int lane = threadIdx.x & 31;
+    float amax = warp_max(fabsf(h));
+    float d = amax / 127.0f, id = amax != 0.0f ? 1.0f / d : 0.0f;
+    int q = (int)roundf(__fmul_rn(h, id));
+    xq[lane] = (int8_t)q;
+    int sq = warp_sum_int(q);
+    if (lane == 0) {
+        ds2[0] = d;
+        ds2[1] = __fmul_rn(d, (float)sq);
+    }
+}
+
 /* sum over a block of up to 1024 threads (every thread gets the result); sh: 32 floats of shared memory */
 static __device__ __forceinline__ float block_sum(float v, float *sh) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;

@@ -196,11 +196,13 @@ __global__ void k_conv1d_silu(const float *__restrict__ x, float *__restrict__ s
 /* ---------------------------------------------------------------- MoE */
 
 /* y[t][C] = sum of wsel[t][j] * ys[t*K + j][C] in ascending expert id order (ids equal to an earlier one
- * are skipped, as the CPU's loop skips them; negative ids too). One block per token: the first K threads
+ * are skipped, as the CPU's loop skips them; negative ids too); with in (not NULL), then y[t] +=
+ * sigmoid(gate[t]) * in[t] (add_gated_rows); with res (not NULL), then res[t] += y[t] (add). One block per token: the first K threads
  * rank the token's slots in shared memory (a slot counts if it is its id's first and the id is >= 0; its
  * place is the number of counted slots with a lower id), then the threads stride over C. K <= 64. */
 __global__ void k_moe_combine(float *__restrict__ y, const float *__restrict__ ys, const int32_t *__restrict__ sel,
-                              const float *__restrict__ wsel, int K, int C) {
+                              const float *__restrict__ wsel, int K, int C, const float *__restrict__ in,
+                              const float *__restrict__ gate, float *__restrict__ res) {
     pdl_enter();
     __shared__ int ord[64], sid[64], first[64];
     __shared__ int n_ord;
@@ -230,7 +232,9 @@ __global__ void k_moe_combine(float *__restrict__ y, const float *__restrict__ y
             const int j = ord[r];
             acc += wsel[(int64_t)t * K + j] * ys[((int64_t)t * K + j) * C + c];
         }
+        if (in) acc = acc + 1.0f / (1.0f + expf(-gate[t])) * in[(int64_t)t * C + c]; /* as k_add_gated_rows */
         y[(int64_t)t * C + c] = acc;
+        if (res) res[(int64_t)t * C + c] = __fadd_rn(res[(int64_t)t * C + c], acc);
     }
 }
 
@@ -421,14 +425,20 @@ extern "C" int cuda_conv1d_silu(const float *x, float *state, const float *w, fl
     return launch_status();
 }
 
-extern "C" int cuda_moe_combine(float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K, int C,
-                                cudaStream_t s) {
-    if (!y || !ys || !sel || !wsel || T < 0 || K < 1 || K > 64 || C < 1) return CUDA_KERR_ARGS;
+extern "C" int cuda_moe_combine_gated(float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K,
+                                      int C, const float *in, const float *gate, float *res, cudaStream_t s) {
+    if (!y || !ys || !sel || !wsel || T < 0 || K < 1 || K > 64 || C < 1 || !in != !gate || (res && !in))
+        return CUDA_KERR_ARGS;
     if (!T) return CUDA_KERR_OK;
     int nt = C >= 256 ? 256 : 32 * ((C + 31) / 32);
     if (nt < K) nt = 64; /* a thread per slot ranks them */
-    kl(k_moe_combine, T, nt, 0, s, y, ys, sel, wsel, K, C);
+    kl(k_moe_combine, T, nt, 0, s, y, ys, sel, wsel, K, C, in, gate, res);
     return launch_status();
+}
+
+extern "C" int cuda_moe_combine(float *y, const float *ys, const int32_t *sel, const float *wsel, int T, int K, int C,
+                                cudaStream_t s) {
+    return cuda_moe_combine_gated(y, ys, sel, wsel, T, K, C, nullptr, nullptr, nullptr, s);
 }
 
 extern "C" int cuda_add_gated_rows(float *y, const float *in, const float *gate, int64_t T, int64_t C,

@@ -43,16 +43,7 @@ __global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__
         }
         if (MODE == Q_SWIGLU) h = __fmul_rn(h / __fadd_rn(1.0f, expf(-h)), w[(size_t)t * K + i]);
         if (MODE != Q_PLAIN && y) y[(size_t)t * K + i] = h;
-        float amax = warp_max(fabsf(h));
-        float d = amax / 127.0f, id = amax != 0.0f ? 1.0f / d : 0.0f;
-        int q = (int)roundf(__fmul_rn(h, id));
-        xq[(size_t)t * K + i] = (int8_t)q;
-        int sq = warp_sum_int(q);
-        if (lane == 0) {
-            float *o = ds + ((size_t)t * (K / 32) + u) * 2;
-            o[0] = d;
-            o[1] = __fmul_rn(d, (float)sq);
-        }
+        q8_1_unit(h, xq + (size_t)t * K + (size_t)u * 32, ds + ((size_t)t * (K / 32) + u) * 2);
     }
 }
 
