@@ -5,7 +5,8 @@
 # after scripts/gpu-stage.sh (which empties .devbin/), once per plant. scripts/gpu-e2e.sh runs every
 # planted binary staged there through the engine check and expects it to FAIL.
 #   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent |
-#                                            attn-batch-splits | gemv-mma-order]
+#                                            attn-batch-splits | gemv-mma-order | gdn-q8-record |
+#                                            gdn-conv-first-reader | moe-tail-res]
 # Staged binaries are ~5 MB each from a build with -DLLM170_CUDA_ARCHS=90-real: one plant fits beside the
 # real binary in a call (the 64 MiB cap, scripts/gpu-stage.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -27,6 +28,12 @@
 # gemv-mma-order: k_gemv_mma visits its leaves in lane order instead of bit-reversed, a tree other than the
 # butterfly of the one-row kernel: cuda-check's "(batched)" cases must fail on their 1-row comparison
 # (under LLM170_CUDA_GEMV_BATCH=mma, its .env).
+# gdn-q8-record: k_gdn_step writes o's q8_1 units from o x 1.001: the conformance suite's "a matmul of o =
+# of its copy" row and cuda-check's gdn_step cases (q8_1 off) must fail.
+# gdn-conv-first-reader: the first reader of a key head's q / k conv channels to finish shifts them, while
+# others may still read them: cuda-check's 5-sequence gdn_step case must fail (conv values off).
+# moe-tail-res: cuda_moe_combine_gated's residual add is off by 1e-3: the conformance suite's "then
+# add_gated_rows and add: the residual" row and cuda-check's pairs case must fail.
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}
