@@ -97,13 +97,37 @@ struct gemv_mats {
     int n;
 };
 
+/* Before pdl_enter() (pf set, plain form only): the block's weight rows are prefetched into L2. Weights are
+ * read-only for the whole pass, so touching them before the grid ahead of this one has finished is safe (the
+ * activations, and sel in the expert form, are not touched before the wait); with programmatic dependent
+ * launch the block is resident while that grid still runs, so the rows' DRAM latency overlaps its tail.
+ * Off unless LLM170_CUDA_PREFETCH=1 (launch_r): an experiment not yet measured on a GPU. */
+static __device__ __forceinline__ void prefetch_l2(const uint8_t *p, size_t bytes) {
+    for (size_t o = (size_t)threadIdx.x * 128; o < bytes; o += (size_t)blockDim.x * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+}
+template <enum qtype TYPE, int R>
+static __device__ __forceinline__ void gemv_prefetch_weights(const gemv_mats &P, int K, int WPR, bool pf) {
+    if (!pf || gridDim.y > 1) return;
+    const unsigned m = P.n > 1 && blockIdx.x >= P.b[1] ? (P.n > 2 && blockIdx.x >= P.b[2] ? 2 : 1) : 0;
+    const int N = P.N[m], rpb = R * (GEMV_MAX_WARPS / WPR), U = K / 32;
+    const int r0 = (int)(blockIdx.x - P.b[m]) * rpb, r1 = min(r0 + rpb, N);
+    if (r0 >= r1) return;
+    constexpr int QB = gemv_qs_bytes(TYPE), HB = gemv_hi_bytes(TYPE), G = gemv_meta_group(TYPE) / 32;
+    constexpr int MB = gemv_meta_bytes(TYPE);
+    prefetch_l2(P.qs[m] + (size_t)r0 * U * QB, (size_t)(r1 - r0) * U * QB);
+    if (HB) prefetch_l2(P.hi[m] + (size_t)r0 * U * HB, (size_t)(r1 - r0) * U * HB);
+    prefetch_l2(P.meta[m] + (size_t)r0 * (U / G) * MB, (size_t)(r1 - r0) * (U / G) * MB);
+}
+
 /* nt activation rows in chunks of T: the block computes its rows for each chunk in turn (nt > T: KEEP,
  * the rows' weights then come from L1/L2 after the first chunk). A row's arithmetic is the same in every
  * chunk and at every T: rows past nt in the last chunk repeat its last row and are never written. */
 template <enum qtype TYPE, int T, int R, int UNR, bool KEEP>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_q(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K, int WPR,
-             const int32_t *__restrict__ sel, int E, int xdiv, int slot0, int nt) {
+             const int32_t *__restrict__ sel, int E, int xdiv, int slot0, int nt, bool pf) {
+    gemv_prefetch_weights<TYPE, R>(P, K, WPR, pf && !sel);
     pdl_enter();
     const unsigned m = P.n > 1 && blockIdx.x >= P.b[1] ? (P.n > 2 && blockIdx.x >= P.b[2] ? 2 : 1) : 0;
     const unsigned bx = blockIdx.x - P.b[m];
@@ -449,15 +473,20 @@ static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *
         P.b[i + 1] = P.b[i] + (unsigned)((W[i].N + rows_per_block - 1) / rows_per_block);
     }
     const unsigned blocks = P.b[nW];
+    static int pf = -1; /* LLM170_CUDA_PREFETCH=1: gemv_prefetch_weights (an experiment; read once) */
+    if (pf < 0) {
+        const char *v = getenv("LLM170_CUDA_PREFETCH");
+        pf = v && !strcmp(v, "1");
+    }
     if (!ex) {
         kl(k_gemv_q<TYPE, T, R, UNR, KEEP>, blocks, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K,
-           wpr, nullptr, 0, 1, 0, nt);
+           wpr, nullptr, 0, 1, 0, nt, pf == 1);
         return;
     }
     for (int s0 = 0; s0 < ex->n_slots; s0 += 65535) {
         const int n = ex->n_slots - s0 < 65535 ? ex->n_slots - s0 : 65535;
         kl(k_gemv_q<TYPE, T, R, UNR, KEEP>, dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s, P, xq,
-           (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0, nt);
+           (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0, nt, false);
     }
 }
 
