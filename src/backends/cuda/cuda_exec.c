@@ -9,7 +9,6 @@
  * Every failure (a launcher's precondition, a launch or an asynchronous error seen at a download) is
  * recorded once with exec_fail; later ops then do nothing. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
@@ -56,17 +55,6 @@ static void cx_download(exec *x, void *dst, const void *src, size_t bytes) {
     if (!x->status) cx_prof_collect(x), cx_graph_timed(cx_of(x));
     if (!x->status) cx_of(x)->inflight = false;
 }
-
-/* An A/B switch for timing a fusion (docs/cuda.md): on unless the variable is "0"; read once into *cache
- * (-1 before). */
-static bool switched_on(const char *var, int *cache) {
-    if (*cache < 0) {
-        const char *v = getenv(var);
-        *cache = !(v && !strcmp(v, "0"));
-    }
-    return *cache;
-}
-static int moe_tail = -1; /* LLM170_CUDA_MOE_TAIL=0: moe_route drops the q8_1 rows, moe_combine launches alone */
 
 /* ---------------------------------------------------------------- deferred small ops (pop) */
 
@@ -407,8 +395,7 @@ static void cx_gated_norm(exec *x, float *o, const float *z, const weight *w, in
 static void cx_gdn_decode(exec *x, const gdn_seq *seqs, int n, const float *qkv, float *alpha, float *beta,
                           const float *z, const gdn_weights *w, float *work, float *o, const gdn_shape *sh) {
     cuda_exec *c = cx_of(x);
-    static int fused = -1; /* LLM170_CUDA_GDN=0: the op-by-op path (an A/B switch for timing) */
-    if (!switched_on("LLM170_CUDA_GDN", &fused) || sh->Dk != 128 || sh->Dv != 128 || !c->gdn_sync || sh->Hv > c->plan.gdn_hv || sh->Hk > sh->Hv || n < 1 ||
+    if (sh->Dk != 128 || sh->Dv != 128 || !c->gdn_sync || sh->Hv > c->plan.gdn_hv || sh->Hk > sh->Hv || n < 1 ||
         n > CUDA_GDN_MAX_SEQS) {
         gdn_decode_each(x, seqs, n, qkv, alpha, beta, z, w, work, o, sh);
         return;
@@ -434,8 +421,7 @@ static void cx_moe_route(exec *x, const float *logits, int32_t *sel, float *wsel
     const float *held = c->xq_src; /* the q8_1 rows of the layer's input stay valid for the expert GEMVs */
     const size_t hb = held ? sizeof(float) * (size_t)c->xq_n * (size_t)c->xq_K : 0, sb = sizeof(float) * (size_t)T * K;
     OP(x, "moe_route");
-    if (held && apart(held, hb, sel, sb) && apart(held, hb, wsel, sb) && switched_on("LLM170_CUDA_MOE_TAIL", &moe_tail))
-        c->xq_src = held;
+    if (held && apart(held, hb, sel, sb) && apart(held, hb, wsel, sb)) c->xq_src = held;
     if (K < 1 || K > E) {
         exec_fail(x, ERR_ARG, "moe_route: top %d of %d experts", K, E);
         return;
@@ -449,8 +435,7 @@ static void cx_moe_combine(exec *x, float *y, const float *ys, const int32_t *se
                            int C) {
     OP(x, "moe_combine");
     cuda_exec *c = cx_of(x);
-    if (!x->status && T > 0 && K >= 1 && K <= 64 && C > 0 && small_pass(c) &&
-        switched_on("LLM170_CUDA_MOE_TAIL", &moe_tail)) { /* add_gated_rows into y may join it */
+    if (!x->status && T > 0 && K >= 1 && K <= 64 && C > 0 && small_pass(c)) { /* add_gated_rows into y may join it */
         c->pop.kind = CX_POP_COMBINE, c->pop.x = y, c->pop.src = ys, c->pop.sel = sel, c->pop.factors = wsel;
         c->pop.T = T, c->pop.H = K, c->pop.width = C;
         return;
