@@ -6,7 +6,7 @@
 # planted binary staged there through the engine check and expects it to FAIL.
 #   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent |
 #                                            attn-batch-splits | gemv-mma-order | gdn-q8-record |
-#                                            gdn-conv-first-reader | moe-tail-res]
+#                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp]
 # Staged binaries are ~5 MB each from a build with -DLLM170_CUDA_ARCHS=90-real: one plant fits beside the
 # real binary in a call (the 64 MiB cap, scripts/gpu-stage.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec

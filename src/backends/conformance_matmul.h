@@ -81,6 +81,58 @@ static void check_matmul_pass(rng *r, enum qtype t, const char *name, int64_t K,
     free(x), free(y), free(wd), free(d), free(idx);
 }
 
+/* The routed experts in shapes a GPU's grouped tensor-core product takes (N even, K % 64 == 0; used for the
+ * slots of spans of more than 8 tokens): random experts for 40 tokens x 2, one span of 40, then spans of 19,
+ * 1 and 20 (the 1-token span's slots take a GPU's GEMV), inputs per token and per slot, every output within
+ * expect_matmul's bound; the last span alone in a pass gives the bits it had in the pass of three (a
+ * sequence's results never depend on its batch). */
+static void check_experts_spans(rng *r, enum qtype t, const char *name) {
+    enum { SK = 2, ST = 40 };
+    const int64_t K = 768, N = 38, E = 5;
+    weight we;
+    void *edata;
+    gguf_tensor gte;
+    if (!make_weight(r, t, K, N, E, &we, &edata, &gte)) return;
+    float *wd = malloc(sizeof(float) * (size_t)(N * E * K));
+    dequant(&we, edata, N * E, wd);
+    int32_t sel[ST * SK], wrow[ST * SK], xr[ST * SK];
+    for (int i = 0; i < ST; i++) {
+        sel[i * SK] = (int32_t)(rng_u64(r) % E);
+        sel[i * SK + 1] = (int32_t)((sel[i * SK] + 1 + rng_u64(r) % (E - 1)) % E);
+    }
+    int32_t *dsel = up(sel, sizeof sel);
+    float *x = randn(r, ST * SK * K, 1), *dx = upf(x, ST * SK * K), *dy = upf(NULL, ST * SK * N);
+    const pass_span one = {ST, 1}, three[3] = {{19, 1}, {1, 1}, {20, 1}}, last = {20, 1};
+    float *kept[2] = {NULL, NULL}; /* the pass of three's outputs, per input layout */
+    for (int layout = 0; layout < 2; layout++)
+        for (int per_slot = 0; per_slot < 2; per_slot++) {
+            X->ops->begin_pass(X, layout ? three : &one, layout ? 3 : 1);
+            X->ops->matmul_experts(X, &we, dsel, SK, dx, per_slot, dy, ST);
+            float *y = down(dy, ST * SK * N);
+            for (int i = 0; i < ST * SK; i++) wrow[i] = sel[i], xr[i] = per_slot ? i : i / SK;
+            char what[96];
+            snprintf(what, sizeof what, "%s, N %d x %d experts, %s, input per %s", name, (int)N, (int)E,
+                     layout ? "spans of 19, 1, 20" : "one span of 40", per_slot ? "slot" : "token");
+            expect_matmul("matmul_experts", what, t, y, wd, x, xr, ST * SK, N, K, wrow);
+            if (layout) kept[per_slot] = y;
+            else free(y);
+        }
+    for (int per_slot = 0; per_slot < 2; per_slot++) {
+        X->ops->begin_pass(X, &last, 1);
+        X->ops->matmul_experts(X, &we, dsel + 20 * SK, SK, dx + (per_slot ? 20 * SK : 20) * K, per_slot, dy, 20);
+        float *y = down(dy, 20 * SK * N);
+        int64_t off = 0;
+        for (int64_t i = 0; i < 20 * SK * N; i++) off += memcmp(&y[i], &kept[per_slot][20 * SK * N + i], 4) != 0;
+        tested("matmul_experts");
+        printf("| %s | matmul_experts | %s, the span of 20 alone = in the pass of three, input per %s | %lld values "
+               "differ | 0 |\n", device_name, name, per_slot ? "slot" : "token", (long long)off);
+        CHECKF(off == 0, "%s matmul_experts %s: the span alone differs from the pass of three in %lld values",
+               device_name, name, (long long)off);
+        free(y), free(kept[per_slot]);
+    }
+    free(x), free(wd), free(edata);
+}
+
 /* ---------------------------------------------------------------- matmuls over every type */
 
 static void check_matmuls(rng *r) {
@@ -215,6 +267,7 @@ static void check_matmuls(rng *r) {
             }
             free(x), free(edata);
         }
+        check_experts_spans(r, t, name);
         free(wd), free(data);
     }
     CHECKF(n_types >= 10, "the matmuls ran %d weight types", n_types);

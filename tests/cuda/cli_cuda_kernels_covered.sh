@@ -13,13 +13,11 @@ for k in $kernels; do
   if ! grep -qx "$k" <<<"$covered"; then echo "kernel $k has no conformance case (no 'covers: $k' in check_*.c)"; missing=1; fi
 done
 # Programmatic dependent launch (cuda_common.cuh): every kernel is launched through kl() and begins with
-# pdl_enter(), or it could read its input before the kernel that writes it has finished. The one exception:
-# a call to a *_prefetch_weights function (weights are read-only during a pass) right before pdl_enter().
+# pdl_enter(), or it could read its input before the kernel that writes it has finished.
 for f in "$root"/src/backends/cuda/kernels/*.cu; do
   if grep -n '<<<' "$f"; then echo "$f: a kernel launched with <<< >>> (use kl(), cuda_common.cuh)"; missing=1; fi
-  bad=$(perl -0777 -ne 'while (/__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\([^{]*\{\s*([^;]*;)\s*(\S+)/g) {
-      my ($k, $s1, $s2) = ($1, $2, $3);
-      print "$k\n" unless $s1 eq "pdl_enter();" || ($s1 =~ /^\w+_prefetch_weights\b/ && $s2 eq "pdl_enter();") }' "$f")
+  bad=$(perl -0777 -ne 'while (/__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\([^{]*\{\s*([^;]*;)/g) {
+      print "$1\n" unless $2 eq "pdl_enter();" }' "$f")
   for k in $bad; do echo "$f: kernel $k does not begin with pdl_enter();"; missing=1; done
 done
 n=$(grep -c . <<<"$kernels")

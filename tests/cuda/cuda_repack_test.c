@@ -59,6 +59,9 @@ static void check_type(enum qtype t, int64_t N, int64_t K, uint64_t seed) {
 int main(void) {
     const enum qtype types[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_type(types[i], 5, 1024, 7 + i);
+    /* large enough for the threaded repack (rows split over threads; 1031 rows: uneven chunks) */
+    check_type(QT_Q4_K, 1031, 4096, 99);
+    check_type(QT_Q6_K, 1031, 4096, 98);
     size_t a, b, c;
     err e = {0};
     CHECK(cuda_repack_sizes(QT_Q3_K, 4, 256, &a, &b, &c, &e) == ERR_UNSUPPORTED && strstr(e.msg, "Q3_K"));

@@ -1,6 +1,6 @@
 /* check_gemv: conformance cases of the q8_1 quantizer (kernels/quantize.cu) and the quantized GEMV
  * (kernels/gemv.cu).
- *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma
+ *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma k_gemv_stream
  *
  * GEMV error model. The GPU computes, per output, a float sum over the K/32 units of
  *     term_u = a_u * (dx_u * isum_u) + b_u * sx_u
@@ -177,6 +177,29 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
                 break;
             for (int64_t i = 0; i < N; i++) res_bad += memcmp(&y2[i], &y[(size_t)t * N + i], 4) != 0;
         }
+        /* the T = 1 kernels (cuda_gemv_q1_form: k_gemv_q, and k_gemv_stream with 2, 4 and 8 rows a group) over
+         * row 0's activations, plain and grouped with member 0's residual: each output bit for bit row 0 of the
+         * launch above, and res + y rounded once */
+        static const int forms[] = {0, 2, 4, 8};
+        for (int f = 0; f < 4 && !rc; f++) {
+            float *one = dy2;
+            if ((rc = kcheck(cuda_gemv_q1_form(&b.W[0], 1, dxq, dds, &one, NULL, forms[f], 0), e, "cuda_gemv_q1_form")) ||
+                (rc = cu_download(y2, dy2, sizeof(float) * (size_t)N, e)))
+                break;
+            for (int64_t i = 0; i < N; i++) res_bad += memcmp(&y2[i], &y[i], 4) != 0;
+            if ((rc = cu_check(cudaMemcpy(dr, r0, sizeof(float) * (size_t)N, cudaMemcpyHostToDevice), e, "cudaMemcpy")) ||
+                (rc = kcheck(cuda_gemv_q1_form(gw, 3, dxq, dds, gy, dr, forms[f], 0), e, "cuda_gemv_q1_form (group)")) ||
+                (rc = cu_download(r1, dr, sizeof(float) * (size_t)N, e)))
+                break;
+            for (int64_t i = 0; i < N; i++) {
+                const float want = r0[i] + y[i];
+                res_bad += memcmp(&r1[i], &want, 4) != 0;
+            }
+            for (int m = 0; m < 3 && !rc; m++) {
+                if ((rc = cu_download(y2, gy[m], sizeof(float) * (size_t)gw[m].N, e))) break;
+                for (int64_t i = 0; i < gw[m].N; i++) res_bad += memcmp(&y2[i], &y[i], 4) != 0;
+            }
+        }
         free(r0), free(r1), free(y2);
         if (rc) goto done;
     }
@@ -237,7 +260,7 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
     /* the quantizer's rounding reaches its half-step bound by design (ratio ~1.00): it passes or fails the
      * case but is shown in the detail only, so the column shows the GEMV's own margin */
     res->max_err = fmax(fmax(t1.worst, t2.worst), fmax(t3.worst, qworst > 1 || res_bad ? INFINITY : 0));
-    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f; res+group+1-row %lld off%s",
+    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f; res+group+1-row+forms %lld off%s",
              t1.worst, t2.worst, ati->name, t3.worst, qworst, (long long)res_bad,
              t1.worst > 1 ? " (exact-int worst at t*N+n shown first)" : "");
     if (t1.worst > 1)

@@ -62,16 +62,15 @@ static int dequant_launch(void *vctx, int i, cudaStream_t s) {
     return cuda_dequant_bf16(c->sp->type, c->W[i], c->Wd, c->sp->N, c->sp->K, s) ? ERR_IO : 0;
 }
 
-/* how many of n floats differ from b in any bit */
-static int64_t bits_differ(const float *a, const float *b, int64_t n) {
+/* check_prefill.h */
+int64_t pf_bits_differ(const float *a, const float *b, int64_t n) {
     int64_t d = 0;
     for (int64_t i = 0; i < n; i++) d += memcmp(a + i, b + i, sizeof(float)) != 0;
     return d;
 }
 
-/* one output against the model above: returns |y - ref| / bound, and the deviation from the f32 product in
- * sigmas into *sig */
-static double gemm_score(const float *x, const float *w, int K, float y, double *sig, double *abs_err) {
+/* the error model above, per output (check_prefill.h) */
+double pf_gemm_score(const float *x, const float *w, int K, float y, double *sig, double *abs_err) {
     double ref = 0, mag = 0, ref32 = 0, sq = 0;
     for (int k = 0; k < K; k++) {
         double xb = bf16_to_f32(bf16_from_f32(x[k])), wb = bf16_to_f32(bf16_from_f32(w[k]));
@@ -139,7 +138,7 @@ static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check
         for (int s = 0; s < GEMM_SAMPLES; s++) {
             int t = (int)(rng_u64(&r) % (uint64_t)T), n = (int)(rng_u64(&r) % (uint64_t)N);
             ops->to_float(Wh + (size_t)n * row_bytes, Wf, K);
-            double q = gemm_score(X + (size_t)t * K, Wf, K, Y[(size_t)t * N + n], &sig, &ab);
+            double q = pf_gemm_score(X + (size_t)t * K, Wf, K, Y[(size_t)t * N + n], &sig, &ab);
             if (q > worst) worst = q, worst_abs = ab;
             if (sig > worst_sig) worst_sig = sig;
         }
@@ -154,7 +153,7 @@ static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check
             rc = pf_kerr(st, "chunk of 64 tokens", e);
         }
         if (!rc) rc = cu_download(Yc, c.Y, sizeof(float) * (size_t)Tc * N, e);
-        const int64_t bad_c = rc ? 0 : bits_differ(Y, Yc, (int64_t)Tc * N);
+        const int64_t bad_c = rc ? 0 : pf_bits_differ(Y, Yc, (int64_t)Tc * N);
         free(Yc);
         if (rc) goto done;
         if (bad_c) worst = 1e9;
@@ -170,7 +169,7 @@ static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check
         for (int n = 0; n < N; n++) ops->to_float(Wh + (size_t)n * row_bytes, Wall + (size_t)n * K, K);
         for (int t = 0; t < T; t++)
             for (int n = 0; n < N; n++) {
-                double q = gemm_score(X + (size_t)t * K, Wall + (size_t)n * K, K, Y[(size_t)t * N + n], &sig, &ab);
+                double q = pf_gemm_score(X + (size_t)t * K, Wall + (size_t)n * K, K, Y[(size_t)t * N + n], &sig, &ab);
                 if (q > worst) worst = q, worst_abs = ab;
                 if (sig > worst_sig) worst_sig = sig;
             }
@@ -182,7 +181,7 @@ static int gemm_run(const gemm_spec *spec, uint64_t seed, bool bench, cuda_check
         /* the two-pass path multiplies the same bf16 tiles in the same MMA order: the same bits */
         if (!rc) rc = pf_kerr(cuda_gemm_bf16(c.Wd, c.Xb, c.Y, c.part, T, N, K, 0), "cuda_gemm_bf16", e);
         if (!rc) rc = cu_download(Y2, c.Y, sizeof(float) * (size_t)T * N, e);
-        const int64_t bad_y = rc ? 0 : bits_differ(Y, Y2, (int64_t)T * N);
+        const int64_t bad_y = rc ? 0 : pf_bits_differ(Y, Y2, (int64_t)T * N);
         free(Wall), free(Y2);
         if (rc) goto done;
         if (bad_w || bad_x || bad_y) worst = 1e9; /* something that must be bit-exact is not */
@@ -248,6 +247,25 @@ GEMM_CASE(b_q4k_27f_4096, QT_Q4_K, 17408, 5120, 4096, true, false)
 GEMM_CASE(b_q4k_27d_4096, QT_Q4_K, 5120, 17408, 4096, true, false)
 GEMM_CASE(b_q5k_27g_4096, QT_Q5_K, 10240, 5120, 4096, true, false)
 
+#define MOE_CASE(fn, type, E, N, K, tokens, topk, per_slot, big)                                                  \
+    static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
+        return pf_moe_case(type, E, N, K, tokens, topk, per_slot, big, seed, bench, r, e);                    \
+    }
+/* small: N even but not a multiple of 128, experts with more than 64 slots (several tiles) and with few */
+MOE_CASE(m_q4_0, QT_Q4_0, 8, 130, 1088, 100, 3, false, false)
+MOE_CASE(m_q4_1, QT_Q4_1, 8, 130, 1088, 100, 3, true, false)
+MOE_CASE(m_q5_0, QT_Q5_0, 8, 130, 1088, 100, 3, false, false)
+MOE_CASE(m_q8_0, QT_Q8_0, 8, 130, 1088, 100, 3, true, false)
+MOE_CASE(m_q4_k, QT_Q4_K, 8, 130, 1280, 100, 3, false, false)
+MOE_CASE(m_q5_k, QT_Q5_K, 8, 130, 1280, 100, 3, true, false)
+MOE_CASE(m_q6_k, QT_Q6_K, 8, 130, 1280, 100, 3, false, false)
+/* bench: the qwen35moe 35B-A3B's experts (256 of 2048 -> 512 gate / up per token, 512 -> 2048 down per slot,
+ * top 8) at 512 and 4096 tokens */
+MOE_CASE(mb_gate_512, QT_Q4_K, 256, 512, 2048, 512, 8, false, true)
+MOE_CASE(mb_down_512, QT_Q6_K, 256, 2048, 512, 512, 8, true, true)
+MOE_CASE(mb_gate_4096, QT_Q4_K, 256, 512, 2048, 4096, 8, false, true)
+MOE_CASE(mb_down_4096, QT_Q6_K, 256, 2048, 512, 4096, 8, true, true)
+
 #define ATTN_CASE(fn, D, Hq, Hkv, T, pos0, window, big)                                                        \
     static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
         return pf_attn_case(D, Hq, Hkv, T, pos0, window, big, seed, bench, r, e);                             \
@@ -270,7 +288,7 @@ GDN_CASE(d_grouped, 2, 6, 64, true, false)
 GDN_CASE(d_short, 1, 2, 37, false, false)
 GDN_CASE(db_27b_4096, 16, 48, 4096, false, true)
 
-/* covers: gemm_q_kernel gq_split_sum dequant_bf16_kernel f32_to_bf16_kernel fa_prefill_kernel
+/* covers: gemm_q_kernel gq_split_sum dequant_bf16_kernel f32_to_bf16_kernel fa_prefill_kernel moe_group_kernel
  * covers: gdn_chunk_prep_kernel gdn_chunk_scan_kernel */
 const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm", "q4_0 328x1088 T=200", g_q4_0},
@@ -283,6 +301,13 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm", "q4_k 130x512 T=1", g_q4_k_t1},
     {"gemm", "q4_k 16896x256 T=260", g_q4_k_wide},
     {"gemm", "q6_k 16896x256 T=260", g_q6_k_wide},
+    {"gemm_experts", "q4_0 8x130x1088 100 tokens x 3", m_q4_0},
+    {"gemm_experts", "q4_1 8x130x1088 100 tokens x 3 per slot", m_q4_1},
+    {"gemm_experts", "q5_0 8x130x1088 100 tokens x 3", m_q5_0},
+    {"gemm_experts", "q8_0 8x130x1088 100 tokens x 3 per slot", m_q8_0},
+    {"gemm_experts", "q4_k 8x130x1280 100 tokens x 3", m_q4_k},
+    {"gemm_experts", "q5_k 8x130x1280 100 tokens x 3 per slot", m_q5_k},
+    {"gemm_experts", "q6_k 8x130x1280 100 tokens x 3", m_q6_k},
     {"flash_attn_prefill", "D=128 Hq=8/2 T=200", a_128},
     {"flash_attn_prefill", "D=64 Hq=4/4 T=130 pos0=70", a_64_prefix},
     {"flash_attn_prefill", "D=256 Hq=8/2 T=300 win=100", a_256_win},
@@ -308,6 +333,10 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm", "q4_k 17408x5120 T=4096 pbench", b_q4k_27f_4096},
     {"gemm", "q4_k 5120x17408 T=4096 pbench", b_q4k_27d_4096},
     {"gemm", "q5_k 10240x5120 T=4096 pbench", b_q5k_27g_4096},
+    {"gemm_experts", "q4_k 256x512x2048 512 tokens x 8 pbench", mb_gate_512},
+    {"gemm_experts", "q6_k 256x2048x512 512 tokens x 8 per slot pbench", mb_down_512},
+    {"gemm_experts", "q4_k 256x512x2048 4096 tokens x 8 pbench", mb_gate_4096},
+    {"gemm_experts", "q6_k 256x2048x512 4096 tokens x 8 per slot pbench", mb_down_4096},
     {"flash_attn_prefill", "D=128 Hq=32/8 T=4096 pbench", ab_8b_4096},
     {"flash_attn_prefill", "D=256 Hq=24/4 T=4096 pbench", ab_27b_4096},
     {"flash_attn_prefill", "D=128 Hq=32/8 T=1024 pos0=31744 pbench", ab_8b_32k_tail},

@@ -1,5 +1,6 @@
 /* check_prefill: the prefill conformance cases (owner: the CUDA prefill helper), split over
- * check_prefill.c (the table, matrix products) and check_prefill_seq.c (attention, Gated DeltaNet).
+ * check_prefill.c (the table, matrix products), check_prefill_moe.c (the grouped expert product) and
+ * check_prefill_seq.c (attention, Gated DeltaNet).
  * Internal to the CUDA checks: the shared helpers of those two files. */
 #ifndef LLM170_BACKENDS_CUDA_CHECK_PREFILL_H
 #define LLM170_BACKENDS_CUDA_CHECK_PREFILL_H
@@ -15,6 +16,14 @@ int pf_kerr(int status, const char *what, err *e);
 /* n normal(0, 1) * scale values */
 void pf_normal(rng *r, float *x, int64_t n, float scale);
 
+/* how many of n floats of a differ from b in any bit */
+int64_t pf_bits_differ(const float *a, const float *b, int64_t n);
+/* one GEMM output y of x . w (K values) against the error model of check_prefill.c: |y - ref| / bound, and
+ * the deviation from the f32 product in sigmas into *sig, |y - ref| into *abs_err */
+double pf_gemm_score(const float *x, const float *w, int K, float y, double *sig, double *abs_err);
+
+int pf_moe_case(int type, int E, int N, int K, int tokens, int topk, bool per_slot, bool big, uint64_t seed,
+                bool bench, cuda_check_result *r, err *e);
 int pf_attn_case(int D, int Hq, int Hkv, int T, int pos0, int window, bool big, uint64_t seed, bool bench,
                  cuda_check_result *r, err *e);
 int pf_gdn_case(int Hk, int Hv, int T, bool grouped, bool big, uint64_t seed, bool bench, cuda_check_result *r,

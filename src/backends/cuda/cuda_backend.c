@@ -252,8 +252,37 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
     wrote(c, y, (int64_t)T * cw->N);
 }
 
+/* The routed slots of pass rows [r0, r1) through the grouped expert product (kernels/gemm_q.cu): their
+ * inputs rounded to bf16, the slots grouped by expert on the device, each expert's weights read once per 64
+ * of its slots. */
+static void experts_gemm(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
+                         float *y, int r0, int r1) {
+    cuda_exec *c = cx_of(x);
+    const cuda_weight *cw = w->data;
+    const int slots = (r1 - r0) * K, n_in = in_per_slot ? slots : r1 - r0, row0 = in_per_slot ? r0 * K : r0;
+    if (cuda_moe_group_ints(slots, (int)cw->E) > c->moe_g_n) { /* sized from the plan: not reached */
+        exec_fail(x, ERR_RANGE, "matmul_experts '%s': %d routed slots need more grouping scratch than planned", w->name,
+                  slots);
+        return;
+    }
+    cx_prof_mark(x, "to_bf16", NULL);
+    if (cx_kfail(x, cuda_f32_to_bf16(in + (int64_t)row0 * cw->K, c->xb, (int64_t)n_in * cw->K, c->st),
+                 "matmul_experts", w->name))
+        return;
+    cx_prof_mark(x, "moe_group", w->name);
+    if (cx_kfail(x, cuda_moe_group(sel + (int64_t)r0 * K, slots, (int)cw->E, c->moe_g, c->st), "matmul_experts",
+                 w->name))
+        return;
+    cx_prof_mark(x, "gemm_experts", w->name);
+    cx_kfail(x, cuda_gemm_q_experts((int)cw->type, cw->raw, (int)cw->E, c->xb, in_per_slot ? 1 : K, c->moe_g,
+                                    y + (int64_t)r0 * K * cw->N, slots, (int)cw->N, (int)cw->K, c->st),
+             "matmul_experts", w->name);
+}
+
 /* Every routed slot in one launch (one block row per slot, its expert's rows read by id on the device):
- * no host round trip, and a slot's result does not depend on the others. */
+ * no host round trip, and a slot's result does not depend on the others. The rows of spans longer than
+ * CUDA_GEMV_MAX_ROWS (the pass's GEMM family, as cx_matmul's) take the grouped expert product instead
+ * where its shape conditions hold; the others the GEMV, run by run. */
 void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
                        float *y, int T) {
     cuda_exec *c = cx_of(x);
@@ -272,6 +301,34 @@ void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, cons
     }
     if (!T) return;
     const int xdiv = in_per_slot ? 1 : K;
+    const uint8_t *fam = NULL; /* per row: 1 GEMM, 0 GEMV; NULL: all GEMV */
+    if (!is_float_type(cw->type) && cuda_gemm_q_supports((int)cw->type) && cw->K % 64 == 0 && cw->N % 2 == 0 &&
+        !((uintptr_t)cw->raw & 15) && cw->E <= 8192 && c->moe_g) {
+        if (!pass_rows_family(x, &c->pr, w->name, T, MM_ROWS_PASS, &fam)) return;
+    }
+    if (fam) { /* runs of rows of one family; nothing deferred */
+        cx_pend_flush(x, NULL);
+        cx_graph_tick(x);
+        cuda_qmat q = cw->q;
+        q.N = cw->N;
+        for (int r0 = 0; r0 < T && !x->status;) {
+            int r1 = r0 + 1;
+            while (r1 < T && fam[r1] == fam[r0]) r1++;
+            if (fam[r0]) {
+                experts_gemm(x, w, sel, K, in, in_per_slot, y, r0, r1);
+            } else if (!quantize_in(x, in, (int)n_in, cw->K, "matmul_experts", w->name)) {
+                const int64_t row0 = in_per_slot ? (int64_t)r0 * K : r0, U = cw->K / 32;
+                cx_prof_mark(x, "gemv_experts", w->name);
+                cx_kfail(x, cuda_gemv_q_experts(&q, (int)cw->E, sel + (int64_t)r0 * K, (r1 - r0) * K, xdiv,
+                                                c->xq + row0 * cw->K, c->ds + row0 * U * 2, y + (int64_t)r0 * K * cw->N,
+                                                c->st),
+                         "matmul_experts", w->name);
+            }
+            r0 = r1;
+        }
+        wrote(c, y, slots * cw->N);
+        return;
+    }
     /* deferred like a GEMV: the next expert set over the same routed slots and q8_1 rows (gate and up)
      * joins it as one launch (each member's blocks as in a launch of its own: the same bits) */
     const bool joins = c->pend.n && c->pend.sel == sel && c->pend.n < CUDA_GEMV_GROUP && c->pend.slots == slots &&
@@ -428,7 +485,7 @@ void cx_destroy(exec *x) {
             cudaStreamDestroy(c->st);
         }
         cx_prof_free(c); /* prints the op profile */
-        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->gpart, c->wdq, c->gdn_sync};
+        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->gpart, c->wdq, c->gdn_sync, c->moe_g};
         for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) cu_free(dbufs[i]);
         pass_rows_free(&c->pr);
         free(c);
@@ -478,12 +535,15 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
         c->attn_seqs = fit < 16 ? 16 : fit > CUDA_ATTN_SEQS_MAX ? CUDA_ATTN_SEQS_MAX : (int)fit;
         if (c->attn_seqs > maxT) c->attn_seqs = maxT;
     }
+    /* the grouped expert product's table (experts_gemm): every routed slot of a pass of GEMM rows, any E */
+    if (plan->moe_k > 0 && R > CUDA_GEMV_MAX_ROWS) c->moe_g_n = cuda_moe_group_ints((int)RK, (int)RK);
     if (plan->gdn_dk == 128 && plan->gdn_dv == 128 && plan->gdn_hv > 0 && maxT > 1)
         c->gdn_n = cuda_gdn_chunk_scratch(maxT, plan->gdn_hv);
     struct { void **p; size_t n; } want[] = {
         {(void **)&c->xq, RK * (size_t)K},
         {(void **)&c->ds, RK * (size_t)(K / 32) * 2 * sizeof(float)},
-        {(void **)&c->xb, R * (size_t)K * 2},
+        {(void **)&c->xb, (plan->moe_k > 0 && RK > R ? RK : R) * (size_t)K * 2}, /* MoE: the routed slots' rows */
+        {(void **)&c->moe_g, (size_t)c->moe_g_n * sizeof(int32_t)},
         {(void **)&c->gpart, (size_t)c->gpart_n * sizeof(float)},
         {(void **)&c->wdq, R > CUDA_GEMV_MAX_ROWS ? (size_t)d->max_dq * 2 : 0},
         {(void **)&c->attn, (size_t)c->attn_n * (size_t)c->attn_seqs * sizeof(float)},

@@ -83,7 +83,9 @@ typedef struct cuda_exec {
     } pop;
     int xq_n;
     int64_t xq_K;
-    uint16_t *xb;         /* [R][K] bf16 activations of the GEMM */
+    uint16_t *xb;         /* [R][K] bf16 activations of the GEMM ([RK][K] in an MoE executor) */
+    int32_t *moe_g;       /* the grouped expert product's slot lists and tiles (cuda_moe_group) */
+    int64_t moe_g_n;      /* ints moe_g holds: cuda_moe_group_ints of RK slots (0: no pass of GEMM rows) */
     float *gpart;         /* the GEMM's split-K slices (cuda_gemm_part_floats of R rows at its largest) */
     uint16_t *wdq;        /* the GEMM's two-pass path: one matrix dequantized to bf16 (d->max_dq values) */
     int64_t gpart_n;

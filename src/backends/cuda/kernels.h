@@ -61,6 +61,12 @@ int cuda_gemv_q_res(const cuda_qmat *W, const int8_t *xq, const float *ds, float
  * (q, k and v, or gate and up, of a decode step); each y[i] bit-identical to cuda_gemv_q's */
 int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y, int T,
                       cudaStream_t s);
+/* One activation row (T = 1) of n (1..CUDA_GEMV_GROUP) matrices as cuda_gemv_q_group, res (NULL or member 0's
+ * residual) as cuda_gemv_q_res, through a chosen kernel: rows 0 = a block per row group (k_gemv_q), 2 / 4 / 8 =
+ * a persistent grid streaming row groups of that many rows (k_gemv_stream). Every form gives the same bits
+ * (cuda-check compares them); the others above take the default form (LLM170_CUDA_GEMV_STREAM). */
+int cuda_gemv_q1_form(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y, float *res,
+                      int rows, cudaStream_t s);
 
 /* the grouped expert form (matmul_experts): W holds E experts of N rows each (the repacked [E*N][K]
  * matrix, W->N = N); for each of n_slots routed slots, y[slot][N] = x[slot / xdiv] . W[sel[slot]]^T, the
@@ -227,6 +233,18 @@ int cuda_gemm_q(int type, const void *W, const uint16_t *X, float *Y, float *par
  * then Y = X . Wd^T with the same tiles (cuda_gemm_bf16) */
 int cuda_dequant_bf16(int type, const void *W, uint16_t *Wd, int N, int K, cudaStream_t s);
 int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, float *part, int T, int N, int K, cudaStream_t s);
+/* The grouped expert product (MoE prefill): Y[slot][N] = X[slot / xdiv] . W[sel[slot]]^T for every routed
+ * slot, W the E experts' N x K matrices back to back in GGUF blocks (16-byte aligned base), X bf16. First
+ * cuda_moe_group builds g (cuda_moe_group_ints(n_slots, E) ints: the slots by expert and a table of tiles of
+ * up to 64 slots of one expert) from sel on the device; then cuda_gemm_q_experts runs the tiles (each reads
+ * its expert's weights once), no split-K. A slot's bits depend on its own row and expert only, not on the
+ * other slots or their order. A slot whose expert is outside [0, E) is not written. E <= 8192; at most
+ * 65535 tiles (cuda_moe_tiles_max). */
+int64_t cuda_moe_tiles_max(int n_slots, int E);
+int64_t cuda_moe_group_ints(int n_slots, int E);
+int cuda_moe_group(const int32_t *sel, int n_slots, int E, int32_t *g, cudaStream_t s);
+int cuda_gemm_q_experts(int type, const void *W, int E, const uint16_t *X, int xdiv, const int32_t *g, float *Y,
+                        int n_slots, int N, int K, cudaStream_t s);
 /* y[n] = bf16(x[n]) (round to nearest even): activations for cuda_gemm_q */
 int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStream_t s);
 

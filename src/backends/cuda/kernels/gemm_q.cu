@@ -216,6 +216,13 @@ template <int QT> __global__ void dequant_bf16_kernel(const uint8_t *__restrict_
 
 /* ---- the GEMM ---- */
 
+/* the grouped expert form's table (cuda_moe_group): g = [list n_slots][tiles][3 x tiles], each tile (expert,
+ * first, count) */
+struct gq_moe {
+    const int32_t *g;
+    int n_slots, xdiv;
+};
+
 /* QT = QT_BF16: W is bf16 [N][K], copied like X. Otherwise W is in QT's block layout. */
 template <int QT, int ST, int BM> struct gq_smem {
     enum {
@@ -230,15 +237,17 @@ template <int QT, int ST, int BM> struct gq_smem {
 /* issue the copies of step kt (X tile, and W tile or raw W spans) into stage slot st */
 template <int QT, int ST, int BM>
 __device__ __forceinline__ void gq_load_stage(uint8_t *smem, int st, int kt, const __nv_bfloat16 *X, const uint8_t *W,
-                                              size_t w_bytes, int T, int N, int K, int m0, int n0) {
+                                              size_t w_bytes, int T, int N, int K, int m0, int n0,
+                                              const int *rowx = NULL, size_t nbase = 0) {
     typedef gq_smem<QT, ST, BM> L;
     const int tid = threadIdx.x, k0 = kt * GQ_BK;
     const uint32_t a_base = pf_smem_addr(smem + st * L::A_STAGE);
 #pragma unroll
     for (int i = tid; i < BM * 8; i += GQ_THREADS) {
-        const int r = i >> 3, c = i & 7, t = m0 + r;
-        const __nv_bfloat16 *src = t < T ? X + (size_t)t * K + k0 + 8 * c : X;
-        pf_cp_async16(a_base + pf_swz(r, c), src, t < T ? 16 : 0);
+        const int r = i >> 3, c = i & 7, t = rowx ? rowx[r] : m0 + r; /* rowx: -1 past the tile's rows */
+        const bool ok = rowx ? t >= 0 : t < T;
+        const __nv_bfloat16 *src = ok ? X + (size_t)t * K + k0 + 8 * c : X;
+        pf_cp_async16(a_base + pf_swz(r, c), src, ok ? 16 : 0);
     }
     const uint32_t b_base = pf_smem_addr(smem + ST * L::A_STAGE + st * L::B_STAGE);
     if constexpr (QT == QT_BF16) {
@@ -255,7 +264,7 @@ __device__ __forceinline__ void gq_load_stage(uint8_t *smem, int st, int kt, con
         const size_t blk_off = (size_t)(k0 / gq_type<QT>::QK) * gq_type<QT>::BS;
         for (int i = tid; i < GQ_BN * NCH; i += GQ_THREADS) {
             const int r = i / NCH, c = i % NCH, n = n0 + r;
-            const size_t off = (((size_t)n * row_bytes + blk_off) & ~(size_t)15) + 16 * (size_t)c;
+            const size_t off = (((nbase + (size_t)n) * row_bytes + blk_off) & ~(size_t)15) + 16 * (size_t)c;
             int bytes = 0;
             if (n < N && off < w_bytes) bytes = w_bytes - off < 16 ? (int)(w_bytes - off) : 16;
             pf_cp_async16(b_base + r * L::RAW_ROW + 16 * c, bytes ? W + off : W, bytes);
@@ -265,7 +274,8 @@ __device__ __forceinline__ void gq_load_stage(uint8_t *smem, int st, int kt, con
 
 /* dequantize the raw spans of step kt (slot st) into the bf16 tile `tile` */
 template <int QT, int ST, int BM>
-__device__ __forceinline__ void gq_dequant_stage(uint8_t *smem, int st, int kt, uint8_t *tile, int K, int n0) {
+__device__ __forceinline__ void gq_dequant_stage(uint8_t *smem, int st, int kt, uint8_t *tile, int K, int n0,
+                                                 size_t nbase = 0) {
     typedef gq_smem<QT, ST, BM> L;
     const int k0 = kt * GQ_BK;
     const size_t row_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS;
@@ -274,7 +284,7 @@ __device__ __forceinline__ void gq_dequant_stage(uint8_t *smem, int st, int kt, 
 #pragma unroll
     for (int i = threadIdx.x; i < GQ_BN * 8; i += GQ_THREADS) {
         const int r = i >> 3, c = i & 7;
-        const int mis = (int)(((size_t)(n0 + r) * row_bytes + blk_off) & 15);
+        const int mis = (int)(((nbase + (size_t)(n0 + r)) * row_bytes + blk_off) & 15);
         int p;
         const uint8_t *blk = gq_chunk_block<QT>(raw + r * L::RAW_ROW + mis, k0, c, &p);
         float v[8];
@@ -289,15 +299,31 @@ __device__ __forceinline__ void gq_dequant_stage(uint8_t *smem, int st, int kt, 
  * BM = 128: warps 2 (M) x 4 (N), warp tiles 64 x 32; BM = 256: warps 4 x 2, warp tiles 64 x 64 (twice the
  * tokens per dequantized weight tile, and 8 ldmatrix per 32 MMAs instead of 6 per 16). Every output is the
  * same sequence of MMAs over K in both, so the choice never changes a bit of Y. */
-template <int QT, int ST, int BM>
+template <int QT, int ST, int BM, bool MOE>
 __global__ void __launch_bounds__(GQ_THREADS)
     gemm_q_kernel(const uint8_t *__restrict__ W, const __nv_bfloat16 *__restrict__ X, float *__restrict__ Y,
-                  float *__restrict__ part, size_t w_bytes, int T, int N, int K) {
+                  float *__restrict__ part, size_t w_bytes, int T, int N, int K, gq_moe moe) {
     pdl_enter();
     typedef gq_smem<QT, ST, BM> L;
     enum { WNW = 8 / (BM / 64), NI = GQ_BN / WNW / 8 }; /* warps along N; 8-wide mma tiles per warp along N */
     extern __shared__ __align__(128) uint8_t smem[];
-    const int n0 = blockIdx.x * GQ_BN, m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * GQ_BN, m0 = MOE ? 0 : blockIdx.y * BM;
+    /* MOE: tile blockIdx.y of the group table (moe_group_kernel): expert e's rows (W rows e N ..), the tile's
+     * slots list[first ..first + count): X row slot / xdiv, Y row slot */
+    __shared__ int rowx[MOE ? BM : 1], rowy[MOE ? BM : 1];
+    size_t nbase = 0;
+    if constexpr (MOE) {
+        const int32_t *tile = moe.g + moe.n_slots + 1 + 3 * blockIdx.y;
+        if ((int)blockIdx.y >= moe.g[moe.n_slots]) return; /* past the tiles: uniform over the block */
+        const int first = tile[1], count = tile[2];
+        nbase = (size_t)tile[0] * N;
+        for (int r = threadIdx.x; r < BM; r += GQ_THREADS) {
+            const int slot = r < count ? moe.g[first + r] : -1;
+            rowy[r] = slot, rowx[r] = slot < 0 ? -1 : slot / moe.xdiv;
+        }
+        __syncthreads();
+    }
+    const int *rx = MOE ? rowx : NULL;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp / WNW, wn = warp % WNW;
     const int nk_all = K / GQ_BK, kb = (int)(blockIdx.z * nk_all / gridDim.z);
     const int nk = (int)((blockIdx.z + 1) * nk_all / gridDim.z) - kb; /* this block's steps: kb, kb + 1, .. */
@@ -314,13 +340,13 @@ __global__ void __launch_bounds__(GQ_THREADS)
 
 #pragma unroll
     for (int s = 0; s < ST - 1; s++) {
-        if (s < nk) gq_load_stage<QT, ST, BM>(smem, s, kb + s, X, W, w_bytes, T, N, K, m0, n0);
+        if (s < nk) gq_load_stage<QT, ST, BM>(smem, s, kb + s, X, W, w_bytes, T, N, K, m0, n0, rx, nbase);
         pf_cp_async_commit();
     }
     if constexpr (QT != QT_BF16) { /* the first step's tile, before the loop */
         pf_cp_async_wait<ST - 2>();
         __syncthreads();
-        gq_dequant_stage<QT, ST, BM>(smem, 0, kb, tiles, K, n0);
+        gq_dequant_stage<QT, ST, BM>(smem, 0, kb, tiles, K, n0, nbase);
     }
 
     for (int kt = 0; kt < nk; kt++) {
@@ -330,11 +356,13 @@ __global__ void __launch_bounds__(GQ_THREADS)
         else pf_cp_async_wait<ST - 3>();
         __syncthreads();
         if (kt + ST - 1 < nk)
-            gq_load_stage<QT, ST, BM>(smem, (kt + ST - 1) % ST, kb + kt + ST - 1, X, W, w_bytes, T, N, K, m0, n0);
+            gq_load_stage<QT, ST, BM>(smem, (kt + ST - 1) % ST, kb + kt + ST - 1, X, W, w_bytes, T, N, K, m0, n0, rx,
+                                      nbase);
         pf_cp_async_commit();
         if constexpr (QT != QT_BF16) {
             if (kt + 1 < nk)
-                gq_dequant_stage<QT, ST, BM>(smem, (kt + 1) % ST, kb + kt + 1, tiles + ((kt + 1) & 1) * L::B_TILE, K, n0);
+                gq_dequant_stage<QT, ST, BM>(smem, (kt + 1) % ST, kb + kt + 1, tiles + ((kt + 1) & 1) * L::B_TILE, K, n0,
+                                             nbase);
         }
 
         const uint32_t a_base = pf_smem_addr(smem + (kt % ST) * L::A_STAGE);
@@ -372,8 +400,9 @@ __global__ void __launch_bounds__(GQ_THREADS)
             const int col = n0 + wn * NI * 8 + ni * 8 + 2 * (lane & 3);
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int t = m0 + wm * 64 + mi * 16 + (lane >> 2) + 8 * h;
-                if (t >= T) continue;
+                int t = m0 + wm * 64 + mi * 16 + (lane >> 2) + 8 * h;
+                if (MOE) t = rowy[t]; /* the slot; -1 past the tile's rows */
+                if (MOE ? t < 0 : t >= T) continue;
                 float *y = Y + (size_t)t * N + col;
                 if (col + 1 < N) *(float2 *)y = make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
                 else if (col < N) y[0] = acc[mi][ni][2 * h];
@@ -426,13 +455,14 @@ extern "C" int cuda_gemm_q_supports(int type) { return gq_qk(type) != 0 && type 
 template <int QT, int ST, int BM>
 static int gq_launch_cfg(const void *W, const void *X, float *Y, float *part, int T, int N, int K, cudaStream_t s) {
     const int bytes = (int)gq_smem<QT, ST, BM>::BYTES;
-    if (cudaFuncSetAttribute(gemm_q_kernel<QT, ST, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
+    if (cudaFuncSetAttribute(gemm_q_kernel<QT, ST, BM, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) !=
+        cudaSuccess)
         return CUDA_KERR_LAUNCH;
     const size_t w_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS * (size_t)N;
     const int S = gq_splits(N, K);
     dim3 grid((N + GQ_BN - 1) / GQ_BN, (T + BM - 1) / BM, S);
-    kl(gemm_q_kernel<QT, ST, BM>, grid, GQ_THREADS, bytes, s, (const uint8_t *)W, (const __nv_bfloat16 *)X, Y, part,
-       w_bytes, T, N, K);
+    kl(gemm_q_kernel<QT, ST, BM, false>, grid, GQ_THREADS, bytes, s, (const uint8_t *)W, (const __nv_bfloat16 *)X, Y,
+       part, w_bytes, T, N, K, gq_moe{});
     int rc = pf_launched();
     if (rc || S == 1) return rc;
     const int64_t n = (int64_t)T * N, blocks = (n + 255) / 256;
@@ -516,4 +546,123 @@ extern "C" int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStre
     int64_t blocks = (n + 255) / 256;
     kl(f32_to_bf16_kernel, (unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, s, x, (__nv_bfloat16 *)y, n);
     return pf_launched();
+}
+
+/* ---- the grouped expert product (MoE prefill) ---- */
+
+/* Routed slots grouped by expert, one block of GQ_MOE_THREADS: counts per expert, an exclusive scan of the
+ * counts and of the tiles (GQ_MOE_BM slots) they make, each thread taking a contiguous chunk of experts; then
+ * the slots scattered into their expert's run of the list. The order within a run follows the atomics (it
+ * varies run to run), which moves a slot to another row of its tile but never changes its bits: a row's
+ * MMA results depend on its own X row and the expert's weights only. A slot with an expert id outside
+ * [0, E) is in no tile (its Y row is not written: the GEMV's rule). Dynamic shared memory: 2 E ints. */
+#define GQ_MOE_BM 64
+#define GQ_MOE_THREADS 1024
+#define GQ_MOE_MAX_E 8192
+__global__ void __launch_bounds__(GQ_MOE_THREADS)
+    moe_group_kernel(const int32_t *__restrict__ sel, int n, int E, int32_t *__restrict__ g) {
+    pdl_enter();
+    extern __shared__ int mg[];
+    int *cnt = mg, *cur = mg + E; /* cur: first the list offset of each expert, then its fill */
+    __shared__ int scan_n[GQ_MOE_THREADS], scan_t[GQ_MOE_THREADS];
+    const int tid = threadIdx.x, per = (E + GQ_MOE_THREADS - 1) / GQ_MOE_THREADS;
+    const int e0 = min(E, tid * per), e1 = min(E, e0 + per);
+    for (int e = tid; e < E; e += GQ_MOE_THREADS) cnt[e] = 0;
+    __syncthreads();
+    for (int s = tid; s < n; s += GQ_MOE_THREADS) {
+        const int e = sel[s];
+        if (e >= 0 && e < E) atomicAdd(&cnt[e], 1);
+    }
+    __syncthreads();
+    int my_n = 0, my_t = 0;
+    for (int e = e0; e < e1; e++) my_n += cnt[e], my_t += (cnt[e] + GQ_MOE_BM - 1) / GQ_MOE_BM;
+    scan_n[tid] = my_n, scan_t[tid] = my_t;
+    __syncthreads();
+    for (int d = 1; d < GQ_MOE_THREADS; d <<= 1) { /* inclusive scan (Hillis-Steele) */
+        const int an = tid >= d ? scan_n[tid - d] : 0, at = tid >= d ? scan_t[tid - d] : 0;
+        __syncthreads();
+        scan_n[tid] += an, scan_t[tid] += at;
+        __syncthreads();
+    }
+    int o = scan_n[tid] - my_n, t = scan_t[tid] - my_t;
+    int32_t *tiles = g + n + 1;
+    for (int e = e0; e < e1; e++) {
+        const int c = cnt[e];
+        cur[e] = o;
+        for (int f = 0; f < c; f += GQ_MOE_BM, t++) {
+            tiles[3 * t] = e;
+            tiles[3 * t + 1] = o + f;
+            tiles[3 * t + 2] = min(GQ_MOE_BM, c - f);
+        }
+        o += c;
+    }
+    if (tid == GQ_MOE_THREADS - 1) g[n] = scan_t[tid];
+    __syncthreads();
+    for (int s = tid; s < n; s += GQ_MOE_THREADS) {
+        const int e = sel[s];
+        if (e >= 0 && e < E) g[atomicAdd(&cur[e], 1)] = s;
+    }
+}
+
+extern "C" int64_t cuda_moe_tiles_max(int n_slots, int E) {
+    return (int64_t)(n_slots + GQ_MOE_BM - 1) / GQ_MOE_BM + (E < n_slots ? E : n_slots);
+}
+
+extern "C" int64_t cuda_moe_group_ints(int n_slots, int E) { return n_slots + 1 + 3 * cuda_moe_tiles_max(n_slots, E); }
+
+extern "C" int cuda_moe_group(const int32_t *sel, int n_slots, int E, int32_t *g, cudaStream_t s) {
+    if (!sel || !g || n_slots < 1 || E < 1 || E > GQ_MOE_MAX_E) return CUDA_KERR_ARGS;
+    const int bytes = 2 * E * (int)sizeof(int);
+    if (bytes > 48 * 1024 &&
+        cudaFuncSetAttribute(moe_group_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
+        return CUDA_KERR_LAUNCH;
+    kl(moe_group_kernel, 1, GQ_MOE_THREADS, bytes, s, sel, n_slots, E, g);
+    return pf_launched();
+}
+
+template <int QT, int ST>
+static int gq_moe_cfg(const void *W, const void *X, float *Y, const int32_t *g, int n_slots, int E, int xdiv, int N,
+                      int K, cudaStream_t s) {
+    const int bytes = (int)gq_smem<QT, ST, GQ_MOE_BM>::BYTES;
+    if (cudaFuncSetAttribute(gemm_q_kernel<QT, ST, GQ_MOE_BM, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             bytes) != cudaSuccess)
+        return CUDA_KERR_LAUNCH;
+    const size_t w_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS * (size_t)N * (size_t)E;
+    dim3 grid((N + GQ_BN - 1) / GQ_BN, (unsigned)cuda_moe_tiles_max(n_slots, E), 1);
+    kl(gemm_q_kernel<QT, ST, GQ_MOE_BM, true>, grid, GQ_THREADS, bytes, s, (const uint8_t *)W,
+       (const __nv_bfloat16 *)X, Y, (float *)NULL, w_bytes, n_slots, N, K, gq_moe{g, n_slots, xdiv});
+    return pf_launched();
+}
+
+/* 4 pipeline stages where they fit beside the kernel's static tables (1 KB kept), else 3 */
+template <int QT>
+static int gq_moe_launch(const void *W, const void *X, float *Y, const int32_t *g, int n_slots, int E, int xdiv,
+                         int N, int K, cudaStream_t s) {
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return CUDA_KERR_LAUNCH;
+    optin -= 1024;
+    if (optin >= (int)gq_smem<QT, 4, GQ_MOE_BM>::BYTES) return gq_moe_cfg<QT, 4>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    if (optin >= (int)gq_smem<QT, 3, GQ_MOE_BM>::BYTES) return gq_moe_cfg<QT, 3>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    return CUDA_KERR_UNSUPPORTED;
+}
+
+extern "C" int cuda_gemm_q_experts(int type, const void *W, int E, const uint16_t *X, int xdiv, const int32_t *g,
+                                   float *Y, int n_slots, int N, int K, cudaStream_t s) {
+    const int qk = gq_qk(type);
+    if (!qk || type == QT_BF16) return CUDA_KERR_UNSUPPORTED;
+    if (!W || !X || !Y || !g || n_slots < 1 || E < 1 || xdiv < 1 || N < 1 || K < GQ_BK || K % GQ_BK || K % qk ||
+        ((uintptr_t)W & 15) || ((uintptr_t)X & 15) || ((uintptr_t)Y & 7) || N % 2 ||
+        cuda_moe_tiles_max(n_slots, E) > 65535)
+        return CUDA_KERR_ARGS;
+    switch (type) {
+    case QT_Q4_0: return gq_moe_launch<QT_Q4_0>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    case QT_Q4_1: return gq_moe_launch<QT_Q4_1>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    case QT_Q5_0: return gq_moe_launch<QT_Q5_0>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    case QT_Q8_0: return gq_moe_launch<QT_Q8_0>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    case QT_Q4_K: return gq_moe_launch<QT_Q4_K>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    case QT_Q5_K: return gq_moe_launch<QT_Q5_K>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    default: return gq_moe_launch<QT_Q6_K>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
+    }
 }

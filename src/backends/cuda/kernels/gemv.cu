@@ -18,12 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cuda/kernels/cuda_common.cuh"
-#include "backends/cuda/kernels/gemv_unpack.h"
-
-#define GEMV_MAX_WARPS 4
-#define GEMV_GROUP CUDA_GEMV_GROUP
-static_assert(GEMV_GROUP == 3, "k_gemv_q selects among exactly three members");
+#include "backends/cuda/kernels/gemv_common.cuh"
 
 /* a weight load: streaming (evict-first: a decode step reads W once) or, when a block reads its rows again
  * for further chunks of activation rows (KEEP), through the caches */
@@ -51,33 +46,6 @@ static __device__ __forceinline__ void load_unit(const uint8_t *__restrict__ qs,
     gemv_unpack_unit(TYPE, q, h, v);
 }
 
-/* Sums each of the NV values v[] over the warp's 32 lanes in 31 shuffles for NV = 32 (instead of 5 per
- * value): each step halves the values a lane holds, lanes exchanging the half they give away. Afterwards
- * lane l holds, in v[0], the sum of value l >> (5 - log2 NV) (lanes that agree on those bits hold the
- * same sum). NV: a power of two <= 32. */
-template <int NV>
-static __device__ __forceinline__ void warp_sum_many(float *v, int lane) {
-    int n = NV;
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1) {
-        if (n > 1) {
-            n >>= 1;
-            bool upper = lane & off;
-#pragma unroll
-            for (int i = 0; i < NV / 2; i++)
-                if (i < n) {
-                    float send = upper ? v[i] : v[i + n], keep = upper ? v[i + n] : v[i];
-                    v[i] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, off));
-                }
-        } else {
-            v[0] = __fadd_rn(v[0], __shfl_xor_sync(0xffffffffu, v[0], off));
-        }
-    }
-}
-
-template <int X> struct pow2_ceil { static constexpr int v = X <= 1 ? 1 : X <= 2 ? 2 : X <= 4 ? 4 : X <= 8 ? 8 : X <= 16 ? 16 : 32; };
-template <int X> struct log2_of { static constexpr int v = X <= 1 ? 0 : X <= 2 ? 1 : X <= 4 ? 2 : X <= 8 ? 3 : X <= 16 ? 4 : 5; };
-
 /* units a lane loads before it computes on them: 2 at R = 2 (64 bytes of weights in flight per lane),
  * else 1. At T = 1 (R = 1) more registers per thread cost more than the bytes in flight gained: on the
  * H200, 4 units a lane ran 1.3-1.8x slower than 1 unit a lane with 4 warps per row (docs/cuda.md). */
@@ -85,51 +53,16 @@ template <int R> struct gemv_unroll { static constexpr int v = R == 2 ? 2 : 1; }
 
 /* Block of 4 warps; WPR warps (1, 2 or 4) share a group of R rows, splitting its units; the block holds
  * 4 / WPR such groups. Lane l of warp w of a group takes units (w * 32 + l) + i * 32 * WPR; it issues the
- * loads of UNR units (of all R rows) before computing on them. */
-/* up to GEMV_GROUP matrices of one type and width K over the same activations, one launch: member m owns
- * blocks [b[m], b[m + 1]) of the grid's x; res (member 0 only) gets y added */
-struct gemv_mats {
-    const uint8_t *qs[GEMV_GROUP], *hi[GEMV_GROUP], *meta[GEMV_GROUP];
-    float *y[GEMV_GROUP];
-    float *res;
-    int N[GEMV_GROUP];
-    unsigned b[GEMV_GROUP + 1];
-    int n;
-};
-
-/* Before pdl_enter() (pf set, plain form only): the block's weight rows are prefetched into L2. Weights are
- * read-only for the whole pass, so touching them before the grid ahead of this one has finished is safe (the
- * activations, and sel in the expert form, are not touched before the wait); with programmatic dependent
- * launch the block is resident while that grid still runs, so the rows' DRAM latency overlaps its tail.
- * Off unless LLM170_CUDA_PREFETCH=1 (launch_r): an experiment not yet measured on a GPU. */
-static __device__ __forceinline__ void prefetch_l2(const uint8_t *p, size_t bytes) {
-    for (size_t o = (size_t)threadIdx.x * 128; o < bytes; o += (size_t)blockDim.x * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
-}
-template <enum qtype TYPE, int R>
-static __device__ __forceinline__ void gemv_prefetch_weights(const gemv_mats &P, int K, int WPR, bool pf) {
-    if (!pf || gridDim.y > 1) return;
-    const unsigned m = P.n > 1 && blockIdx.x >= P.b[1] ? (P.n > 2 && blockIdx.x >= P.b[2] ? 2 : 1) : 0;
-    const int N = P.N[m], rpb = R * (GEMV_MAX_WARPS / WPR), U = K / 32;
-    const int r0 = (int)(blockIdx.x - P.b[m]) * rpb, r1 = min(r0 + rpb, N);
-    if (r0 >= r1) return;
-    constexpr int QB = gemv_qs_bytes(TYPE), HB = gemv_hi_bytes(TYPE), G = gemv_meta_group(TYPE) / 32;
-    constexpr int MB = gemv_meta_bytes(TYPE);
-    prefetch_l2(P.qs[m] + (size_t)r0 * U * QB, (size_t)(r1 - r0) * U * QB);
-    if (HB) prefetch_l2(P.hi[m] + (size_t)r0 * U * HB, (size_t)(r1 - r0) * U * HB);
-    prefetch_l2(P.meta[m] + (size_t)r0 * (U / G) * MB, (size_t)(r1 - r0) * (U / G) * MB);
-}
-
-/* nt activation rows in chunks of T: the block computes its rows for each chunk in turn (nt > T: KEEP,
+ * loads of UNR units (of all R rows) before computing on them.
+ * nt activation rows in chunks of T: the block computes its rows for each chunk in turn (nt > T: KEEP,
  * the rows' weights then come from L1/L2 after the first chunk). A row's arithmetic is the same in every
  * chunk and at every T: rows past nt in the last chunk repeat its last row and are never written. */
 template <enum qtype TYPE, int T, int R, int UNR, bool KEEP>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_q(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K, int WPR,
-             const int32_t *__restrict__ sel, int E, int xdiv, int slot0, int nt, bool pf) {
-    gemv_prefetch_weights<TYPE, R>(P, K, WPR, pf && !sel);
+             const int32_t *__restrict__ sel, int E, int xdiv, int slot0, int nt) {
     pdl_enter();
-    const unsigned m = P.n > 1 && blockIdx.x >= P.b[1] ? (P.n > 2 && blockIdx.x >= P.b[2] ? 2 : 1) : 0;
+    const unsigned m = gemv_member(P, blockIdx.x);
     const unsigned bx = blockIdx.x - P.b[m];
     const uint8_t *__restrict__ qs = m == 0 ? P.qs[0] : m == 1 ? P.qs[1] : P.qs[2];
     const uint8_t *__restrict__ hi = m == 0 ? P.hi[0] : m == 1 ? P.hi[1] : P.hi[2];
@@ -137,7 +70,6 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     float *__restrict__ y = m == 0 ? P.y[0] : m == 1 ? P.y[1] : P.y[2];
     float *__restrict__ res = m == 0 ? P.res : NULL;
     const int N = m == 0 ? P.N[0] : m == 1 ? P.N[1] : P.N[2];
-    constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
     constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE);
     constexpr int NV = pow2_ceil<R * T>::v;
     __shared__ float part[GEMV_MAX_WARPS][R * T];
@@ -188,21 +120,8 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
                 int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
                 float2 d = __ldg(ds + (size_t)tt * U + u);
 #pragma unroll
-                for (int r = 0; r < R; r++) {
-                    const uint32_t *w = v[i][r];
-                    int lo = __dp4a((int)w[0], x0.x, 0);
-                    lo = __dp4a((int)w[1], x0.y, lo);
-                    lo = __dp4a((int)w[2], x0.z, lo);
-                    lo = __dp4a((int)w[3], x0.w, lo);
-                    int hi_ = __dp4a((int)w[4], x1.x, 0);
-                    hi_ = __dp4a((int)w[5], x1.y, hi_);
-                    hi_ = __dp4a((int)w[6], x1.z, hi_);
-                    hi_ = __dp4a((int)w[7], x1.w, hi_);
-                    int isum = TYPE == QT_Q6_K ? sc[r].sc0 * lo + sc[r].sc1 * hi_ : lo + hi_;
-                    float p = __fmul_rn(sc[r].a, __fmul_rn(d.x, (float)isum));
-                    if (HAS_B) p = __fadd_rn(p, __fmul_rn(sc[r].b, d.y));
-                    acc[r * T + t] = __fadd_rn(acc[r * T + t], p);
-                }
+                for (int r = 0; r < R; r++)
+                    acc[r * T + t] = __fadd_rn(acc[r * T + t], gemv_term<TYPE>(v[i][r], x0, x1, d, sc[r]));
             }
         }
     }
@@ -465,28 +384,17 @@ static void launch_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *
      * row at 4096 <= K < 16384 (1.6x faster at T = 8, but other bits than T = 1). */
     if (wpr != 1 && wpr != 2 && wpr != 4) wpr = U >= 128 ? 4 : 1;
     int rows_per_block = R * (GEMV_MAX_WARPS / wpr);
-    gemv_mats P = {};
-    P.n = nW, P.res = res;
-    for (int i = 0; i < nW; i++) {
-        P.qs[i] = (const uint8_t *)W[i].qs, P.hi[i] = (const uint8_t *)W[i].hi, P.meta[i] = (const uint8_t *)W[i].meta;
-        P.y[i] = y[i], P.N[i] = (int)W[i].N;
-        P.b[i + 1] = P.b[i] + (unsigned)((W[i].N + rows_per_block - 1) / rows_per_block);
-    }
+    const gemv_mats P = gemv_mats_of(W, nW, y, res, rows_per_block);
     const unsigned blocks = P.b[nW];
-    static int pf = -1; /* LLM170_CUDA_PREFETCH=1: gemv_prefetch_weights (an experiment; read once) */
-    if (pf < 0) {
-        const char *v = getenv("LLM170_CUDA_PREFETCH");
-        pf = v && !strcmp(v, "1");
-    }
     if (!ex) {
         kl(k_gemv_q<TYPE, T, R, UNR, KEEP>, blocks, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K,
-           wpr, nullptr, 0, 1, 0, nt, pf == 1);
+           wpr, nullptr, 0, 1, 0, nt);
         return;
     }
     for (int s0 = 0; s0 < ex->n_slots; s0 += 65535) {
         const int n = ex->n_slots - s0 < 65535 ? ex->n_slots - s0 : 65535;
         kl(k_gemv_q<TYPE, T, R, UNR, KEEP>, dim3(blocks, (unsigned)n), 32 * GEMV_MAX_WARPS, 0, s, P, xq,
-           (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0, nt, false);
+           (const float2 *)ds, (int)W->K, wpr, ex->sel, ex->E, ex->xdiv, s0, nt);
     }
 }
 
@@ -522,6 +430,20 @@ static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float 
     case 2: launch_r<TYPE, T, R, 2>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
     default: launch_r<TYPE, T, R, U4>(W, nW, xq, ds, y, res, ex, s, g.wpr); break;
     }
+}
+
+/* LLM170_CUDA_GEMV_STREAM: the T = 1 kernel without experts. "0": k_gemv_q, a block per row group; "2", "4",
+ * "8": k_gemv_stream (gemv_stream.cu) with that many rows a warp group; unset or other: the default
+ * (GEMV_STREAM_DEFAULT). The same bits either way. Read once. */
+#define GEMV_STREAM_DEFAULT 4
+static int gemv_stream_rows(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("LLM170_CUDA_GEMV_STREAM");
+        v = e && (!strcmp(e, "0") || !strcmp(e, "2") || !strcmp(e, "4") || !strcmp(e, "8")) ? atoi(e)
+                                                                                             : GEMV_STREAM_DEFAULT;
+    }
+    return v;
 }
 
 template <enum qtype TYPE, int T>
@@ -583,8 +505,10 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
     }
 }
 
+/* form: the T = 1 kernel without experts (0 k_gemv_q, 2 / 4 / 8 k_gemv_stream with that many rows a group, -1
+ * the default: gemv_stream_rows) */
 static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
-                    const gemv_experts *ex, cudaStream_t s) {
+                    const gemv_experts *ex, cudaStream_t s, int form = -1) {
     if (!W || nW < 1 || nW > GEMV_GROUP || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
         T > CUDA_GEMV_BATCH_MAX || ((uintptr_t)xq & 15))
         return CUDA_KERR_ARGS;
@@ -595,6 +519,8 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
             ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))
             return CUDA_KERR_ARGS;
     }
+    if (form < 0) form = gemv_stream_rows();
+    if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     switch (W->type) {
     case QT_Q4_0: launch_type<QT_Q4_0>(W, nW, xq, ds, y, res, T, ex, s); break;
     case QT_Q4_1: launch_type<QT_Q4_1>(W, nW, xq, ds, y, res, T, ex, s); break;
@@ -621,6 +547,12 @@ extern "C" int cuda_gemv_q_res(const cuda_qmat *W, const int8_t *xq, const float
 extern "C" int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y, int T,
                                  cudaStream_t s) {
     return gemv_run(W, n, xq, ds, y, NULL, T, NULL, s);
+}
+
+extern "C" int cuda_gemv_q1_form(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y,
+                                 float *res, int rows, cudaStream_t s) {
+    if (rows != 0 && rows != 2 && rows != 4 && rows != 8) return CUDA_KERR_ARGS;
+    return gemv_run(W, n, xq, ds, y, res, 1, NULL, s, rows);
 }
 
 extern "C" int cuda_gemv_q_experts(const cuda_qmat *W, int E, const int32_t *sel, int n_slots, int xdiv,

@@ -1,0 +1,98 @@
+/* gemv_common: what the two T = 1 GEMV kernels share (k_gemv_q in gemv.cu, a block per row group;
+ * k_gemv_stream in gemv_stream.cu, a persistent grid streaming row groups): the matrices of one launch, the
+ * warp reduction, the per-unit float term. A row's bits are fixed by
+ * these and by which lane sums which units (K alone decides), so both kernels give the same bits.
+ * Header-only; included by kernels/gemv*.cu only. */
+#ifndef LLM170_BACKENDS_CUDA_GEMV_COMMON_CUH
+#define LLM170_BACKENDS_CUDA_GEMV_COMMON_CUH
+
+#include <stdint.h>
+
+#include "backends/cuda/kernels/cuda_common.cuh"
+#include "backends/cuda/kernels/gemv_unpack.h"
+
+#define GEMV_MAX_WARPS 4
+#define GEMV_GROUP CUDA_GEMV_GROUP
+static_assert(GEMV_GROUP == 3, "k_gemv_q selects among exactly three members");
+
+/* Sums each of the NV values v[] over the warp's 32 lanes in 31 shuffles for NV = 32 (instead of 5 per
+ * value): each step halves the values a lane holds, lanes exchanging the half they give away. Afterwards
+ * lane l holds, in v[0], the sum of value l >> (5 - log2 NV) (lanes that agree on those bits hold the
+ * same sum). NV: a power of two <= 32. */
+template <int NV>
+static __device__ __forceinline__ void warp_sum_many(float *v, int lane) {
+    int n = NV;
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+        if (n > 1) {
+            n >>= 1;
+            bool upper = lane & off;
+#pragma unroll
+            for (int i = 0; i < NV / 2; i++)
+                if (i < n) {
+                    float send = upper ? v[i] : v[i + n], keep = upper ? v[i + n] : v[i];
+                    v[i] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, off));
+                }
+        } else {
+            v[0] = __fadd_rn(v[0], __shfl_xor_sync(0xffffffffu, v[0], off));
+        }
+    }
+}
+
+template <int X> struct pow2_ceil { static constexpr int v = X <= 1 ? 1 : X <= 2 ? 2 : X <= 4 ? 4 : X <= 8 ? 8 : X <= 16 ? 16 : 32; };
+template <int X> struct log2_of { static constexpr int v = X <= 1 ? 0 : X <= 2 ? 1 : X <= 4 ? 2 : X <= 8 ? 3 : X <= 16 ? 4 : 5; };
+
+/* up to GEMV_GROUP matrices of one type and width K over the same activations, one launch: member m owns
+ * blocks [b[m], b[m + 1]) of the grid's x; res (member 0 only) gets y added */
+struct gemv_mats {
+    const uint8_t *qs[GEMV_GROUP], *hi[GEMV_GROUP], *meta[GEMV_GROUP];
+    float *y[GEMV_GROUP];
+    float *res;
+    int N[GEMV_GROUP];
+    unsigned b[GEMV_GROUP + 1];
+    int n;
+};
+
+/* the member of the launch that virtual block vb (a block's index in the grid of k_gemv_q) belongs to */
+/* the launch parameters of nW matrices (one group) whose virtual blocks take rows_per_block rows each */
+static inline gemv_mats gemv_mats_of(const cuda_qmat *W, int nW, float *const *y, float *res, int rows_per_block) {
+    gemv_mats P = {};
+    P.n = nW, P.res = res;
+    for (int i = 0; i < nW; i++) {
+        P.qs[i] = (const uint8_t *)W[i].qs, P.hi[i] = (const uint8_t *)W[i].hi, P.meta[i] = (const uint8_t *)W[i].meta;
+        P.y[i] = y[i], P.N[i] = (int)W[i].N;
+        P.b[i + 1] = P.b[i] + (unsigned)((W[i].N + rows_per_block - 1) / rows_per_block);
+    }
+    return P;
+}
+
+static __device__ __forceinline__ unsigned gemv_member(const gemv_mats &P, unsigned vb) {
+    return P.n > 1 && vb >= P.b[1] ? (P.n > 2 && vb >= P.b[2] ? 2 : 1) : 0;
+}
+
+/* One unit's float term a * (dx * isum) + b * sx: w the unit's eight lane words (gemv_unpack_unit), x0 / x1
+ * the activation unit's 32 int8, d = (dx, sx). isum is an exact int32 (eight dp4a); the float operations
+ * are __fmul_rn / __fadd_rn so that nvcc never contracts them into FFMA (1/32 rate on the CMP 170HX). */
+template <enum qtype TYPE>
+static __device__ __forceinline__ float gemv_term(const uint32_t *w, int4 x0, int4 x1, float2 d, const gemv_scale &sc) {
+    constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
+    int lo = __dp4a((int)w[0], x0.x, 0);
+    lo = __dp4a((int)w[1], x0.y, lo);
+    lo = __dp4a((int)w[2], x0.z, lo);
+    lo = __dp4a((int)w[3], x0.w, lo);
+    int hi = __dp4a((int)w[4], x1.x, 0);
+    hi = __dp4a((int)w[5], x1.y, hi);
+    hi = __dp4a((int)w[6], x1.z, hi);
+    hi = __dp4a((int)w[7], x1.w, hi);
+    const int isum = TYPE == QT_Q6_K ? sc.sc0 * lo + sc.sc1 * hi : lo + hi;
+    float p = __fmul_rn(sc.a, __fmul_rn(d.x, (float)isum));
+    if (HAS_B) p = __fadd_rn(p, __fmul_rn(sc.b, d.y));
+    return p;
+}
+
+/* The T = 1 plain, residual and grouped forms (no experts) through k_gemv_stream (gemv_stream.cu): the same
+ * bits as k_gemv_q's; rows: rows per warp group (2, 4 or 8). CUDA_KERR_* status. */
+int gemv_stream_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                    int rows, cudaStream_t s);
+
+#endif
