@@ -432,19 +432,10 @@ static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float 
     }
 }
 
-/* LLM170_CUDA_GEMV_STREAM: the T = 1 kernel without experts. "0": k_gemv_q, a block per row group; "2", "4",
- * "8": k_gemv_stream (gemv_stream.cu) with that many rows a warp group; unset or other: the default
- * (GEMV_STREAM_DEFAULT). The same bits either way. Read once. */
-#define GEMV_STREAM_DEFAULT 4
-static int gemv_stream_rows(void) {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("LLM170_CUDA_GEMV_STREAM");
-        v = e && (!strcmp(e, "0") || !strcmp(e, "2") || !strcmp(e, "4") || !strcmp(e, "8")) ? atoi(e)
-                                                                                             : GEMV_STREAM_DEFAULT;
-    }
-    return v;
-}
+/* The T = 1 kernel without experts: k_gemv_stream (gemv_stream.cu) with 4 rows a warp group, the same bits as
+ * k_gemv_q (cuda-check compares every form; docs/cuda.md "The streaming T = 1 GEMV": 1.03-1.21x tg128 over
+ * k_gemv_q on the H200, 8 rows a group slower). */
+#define GEMV_STREAM_ROWS 4
 
 template <enum qtype TYPE, int T>
 static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
@@ -506,7 +497,7 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
 }
 
 /* form: the T = 1 kernel without experts (0 k_gemv_q, 2 / 4 / 8 k_gemv_stream with that many rows a group, -1
- * the default: gemv_stream_rows) */
+ * the default: GEMV_STREAM_ROWS) */
 static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
                     const gemv_experts *ex, cudaStream_t s, int form = -1) {
     if (!W || nW < 1 || nW > GEMV_GROUP || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
@@ -519,7 +510,7 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
             ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))
             return CUDA_KERR_ARGS;
     }
-    if (form < 0) form = gemv_stream_rows();
+    if (form < 0) form = GEMV_STREAM_ROWS;
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     switch (W->type) {
     case QT_Q4_0: launch_type<QT_Q4_0>(W, nW, xq, ds, y, res, T, ex, s); break;

@@ -53,7 +53,6 @@ struct gemv_mats {
     int n;
 };
 
-/* the member of the launch that virtual block vb (a block's index in the grid of k_gemv_q) belongs to */
 /* the launch parameters of nW matrices (one group) whose virtual blocks take rows_per_block rows each */
 static inline gemv_mats gemv_mats_of(const cuda_qmat *W, int nW, float *const *y, float *res, int rows_per_block) {
     gemv_mats P = {};
@@ -66,6 +65,7 @@ static inline gemv_mats gemv_mats_of(const cuda_qmat *W, int nW, float *const *y
     return P;
 }
 
+/* the member of the launch that virtual block vb (a block's index in the grid of k_gemv_q) belongs to */
 static __device__ __forceinline__ unsigned gemv_member(const gemv_mats &P, unsigned vb) {
     return P.n > 1 && vb >= P.b[1] ? (P.n > 2 && vb >= P.b[2] ? 2 : 1) : 0;
 }
