@@ -186,6 +186,16 @@ static double span_cost(const llm170_spec *s, int T) {
     return s->t_span[m] * (1.0 + 0.1 * (T - m));
 }
 
+/* One plain step's cost: its measurement, or any longer pass measured cheaper (a pass of T tokens costs at
+ * least one of a single token). Plain steps stop while speculation is on, so their single measurement could
+ * otherwise keep an outlier (a first step slowed by a preemption) for good and speculation with it. */
+static double plain_cost(const llm170_spec *s) {
+    double c = s->t_span[1];
+    for (int T = 2; T <= SPEC_MAX_DRAFT + 1; T++)
+        if (s->t_span[T] > 0 && s->t_span[T] < c) c = s->t_span[T];
+    return c;
+}
+
 static void ema(double *v, double x) { *v = *v > 0 ? (1 - SPEC_EMA) * *v + SPEC_EMA * x : x; }
 
 /* The number of draft tokens for the next round (0: a plain step), at most kmax. */
@@ -199,7 +209,7 @@ static int choose_k(llm170_spec *s, int kmax) {
         return s->p.draft_min; /* a probe */
     }
     const double a = (s->acc_hit + 1.0) / (s->acc_try + 2.0);
-    const double plain = span_cost(s, 1);
+    const double plain = plain_cost(s);
     double best = 0;
     int kbest = 0;
     for (int k = s->p.draft_min; k <= hi; k++) {
