@@ -7,7 +7,9 @@
  * decode does). With --spec (ngram, draft, mtp) the tg test generates instead: greedy from a random prompt of
  * max(D, 32) tokens, plain and speculative runs interleaved, and prints both rows, the speed-up, the
  * acceptance rate and the mean accepted length (what speculation gains or costs on text that does not
- * repeat). With --compare-graphs on a CUDA device, the tg test runs again on the same GPU with its CUDA
+ * repeat). --temp T samples instead of greedy (seed 1, the same draws in both runs: speculation's output is
+ * plain decoding's for any sampler); at a high T the stream is close to uniformly random tokens, where
+ * speculation must switch itself off (issue 16: >= 0.97x plain). With --compare-graphs on a CUDA device, the tg test runs again on the same GPU with its CUDA
  * graphs off (DEVICE:nograph, a second copy of the model: every op its own launch) and the speed-up of
  * the graphs is printed. */
 #include <math.h>
@@ -71,16 +73,17 @@ fail:
 
 static const char *bench_backend = "CPU"; /* the table's backend column, llama-bench's names */
 
-/* One greedy generation of n_gen tokens after prompt through llm170_spec (type NONE: plain); seconds of
- * the generation, or < 0. */
-static double gen_once(llm170_model *m, llm170_context *ctx, const llm170_spec_params *sp, const int32_t *prompt, int n_prompt,
-                       int n_gen, llm170_spec_stats *sum) {
+/* One generation of n_gen tokens after prompt through llm170_spec (type NONE: plain), greedy or sampled by
+ * smp_p (NULL: greedy); seconds of the generation, or < 0. */
+static double gen_once(llm170_model *m, llm170_context *ctx, const llm170_spec_params *sp,
+                       const llm170_sampler_params *smp_p, const int32_t *prompt, int n_prompt, int n_gen,
+                       llm170_spec_stats *sum) {
     llm170_spec *s = NULL;
     llm170_sampler *smp = NULL;
     double dt = -1;
     int32_t out[32];
     if (llm170_spec_new(ctx, 0, sp, &s) || llm170_spec_prompt(s, prompt, n_prompt) ||
-        llm170_sampler_new(m, NULL, &smp))
+        llm170_sampler_new(m, smp_p, &smp))
         goto done;
     double t0 = timer_now();
     for (int got = 0; got < n_gen;) {
@@ -100,9 +103,9 @@ done:
     return dt;
 }
 
-/* The tg test with --spec: plain and speculative greedy generation interleaved, reps each. */
+/* The tg test with --spec: plain and speculative generation interleaved, reps each; temp > 0 samples. */
 static int run_spec(llm170_model *m, llm170_context *ctx, const spec_cli *sc, const char *desc, double size_mib, double params_m,
-                    int threads, int n_gen, int n_prompt, int reps) {
+                    int threads, int n_gen, int n_prompt, int reps, float temp) {
     const int V = llm170_model_n_vocab(m);
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)n_prompt);
     if (!prompt) return 1;
@@ -111,11 +114,14 @@ static int run_spec(llm170_model *m, llm170_context *ctx, const spec_cli *sc, co
     for (int i = 0; i < n_prompt; i++) prompt[i] = (int32_t)(rng_u64(&r) % (uint64_t)V);
     llm170_spec_params none = llm170_spec_default_params();
     llm170_spec_stats st_plain = {0}, st = {0}, warm = {0};
+    llm170_sampler_params smp = llm170_sampler_default_params();
+    smp.temperature = temp, smp.seed = 1;
+    const llm170_sampler_params *sp = temp > 0 ? &smp : NULL;
     double tps[2] = {0, 0};
-    int rc = gen_once(m, ctx, &none, prompt, n_prompt, n_gen, &warm) < 0; /* warm-up */
+    int rc = gen_once(m, ctx, &none, sp, prompt, n_prompt, n_gen, &warm) < 0; /* warm-up */
     for (int i = 0; i < reps && !rc; i++) {
-        double a = gen_once(m, ctx, &none, prompt, n_prompt, n_gen, &st_plain);
-        double b = gen_once(m, ctx, &sc->p, prompt, n_prompt, n_gen, &st);
+        double a = gen_once(m, ctx, &none, sp, prompt, n_prompt, n_gen, &st_plain);
+        double b = gen_once(m, ctx, &sc->p, sp, prompt, n_prompt, n_gen, &st);
         rc = a < 0 || b < 0;
         tps[0] += n_gen / a / reps, tps[1] += n_gen / b / reps;
     }
@@ -123,7 +129,9 @@ static int run_spec(llm170_model *m, llm170_context *ctx, const spec_cli *sc, co
     if (rc) return 1;
     static const char *names[] = {"none", "ngram", "draft", "mtp"};
     char name[2][48];
-    snprintf(name[0], sizeof name[0], "tg%d greedy", n_gen);
+    char how[24] = "greedy";
+    if (temp > 0) snprintf(how, sizeof how, "temp %g", temp);
+    snprintf(name[0], sizeof name[0], "tg%d %s", n_gen, how);
     snprintf(name[1], sizeof name[1], "tg%d spec %s", n_gen, names[sc->p.type]);
     for (int j = 0; j < 2; j++) {
         char t[64];
@@ -131,8 +139,8 @@ static int run_spec(llm170_model *m, llm170_context *ctx, const spec_cli *sc, co
         printf("| %-30s | %10.2f MiB | %8.2f M | %-10s | %7d | %15s | %20s |\n", desc, size_mib, params_m, bench_backend,
                threads, name[j], t);
     }
-    printf("\nspeed-up %.3fx (spec / greedy t/s, means of %d interleaved runs of a %d-token random prompt)\n",
-           tps[1] / tps[0], reps, n_prompt);
+    printf("\nspeed-up %.3fx (spec / plain t/s, %s, means of %d interleaved runs of a %d-token random prompt)\n",
+           tps[1] / tps[0], how, reps, n_prompt);
     spec_cli_report(stdout, sc, &st);
     return 0;
 }
@@ -195,6 +203,7 @@ int cmd_bench(int argc, char **argv) {
     const char *path = NULL;
     bool compare_graphs = false;
     int n_prompt = 512, n_gen = 128, reps = 5, n_par = 1, depth = 0, ctk = 0, ctv = 0;
+    float temp = 0;
     llm170_model_params mp = llm170_model_default_params();
     mp.n_threads = args_default_threads();
     spec_cli sc;
@@ -221,14 +230,15 @@ int cmd_bench(int argc, char **argv) {
         }
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) ok = args_int("bench", a, v, 1, 256, &n_par);
         else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) ok = args_int("bench", a, v, 0, 1 << 20, &depth);
+        else if (!strcmp(a, "--temp")) ok = args_float("bench", a, v, 0, 1e6f, &temp);
         else {
-            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D [--compare-graphs]] [-ctk T] [-ctv T] %s\n", a, spec_cli_usage());
+            fprintf(stderr, "llm170 bench: unknown flag '%s'\nusage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--temp T] [--device D [--compare-graphs]] [-ctk T] [-ctv T] %s\n", a, spec_cli_usage());
             return 2;
         }
         if (!ok) return 2;
     }
     if (!path) {
-        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--device D [--compare-graphs]] [-ctk T] [-ctv T] %s\n", spec_cli_usage());
+        fprintf(stderr, "usage: llm170 bench --model M [-p 512] [-n 128] [-r 5] [-t N] [-np SEQS] [-d DEPTH] [--temp T] [--device D [--compare-graphs]] [-ctk T] [-ctv T] %s\n", spec_cli_usage());
         return 2;
     }
     if (compare_graphs && (!mp.device || strncmp(mp.device, "cuda", 4) || strstr(mp.device, ":nograph") ||
@@ -240,6 +250,11 @@ int cmd_bench(int argc, char **argv) {
     llm170_model *model = NULL;
     llm170_context *ctx = NULL;
     int rc = 1;
+    if (temp > 0 && sc.p.type == LLM170_SPEC_NONE) {
+        fprintf(stderr, "llm170 bench: --temp samples the --spec test's streams; without --spec the tests decode "
+                        "given random tokens\n");
+        return 2;
+    }
     if (sc.p.type != LLM170_SPEC_NONE && n_par > 1) {
         fprintf(stderr, "llm170 bench: --spec decodes one sequence (-np 1)\n");
         return 2;
@@ -275,7 +290,7 @@ int cmd_bench(int argc, char **argv) {
             goto done;
     }
     if (n_gen > 0 && sc.p.type != LLM170_SPEC_NONE) {
-        if (run_spec(model, ctx, &sc, desc, size_mib, params_m, mp.n_threads, n_gen, spec_prompt, reps)) goto done;
+        if (run_spec(model, ctx, &sc, desc, size_mib, params_m, mp.n_threads, n_gen, spec_prompt, reps, temp)) goto done;
     } else if (n_gen > 0) {
         char par[16] = "";
         if (n_par > 1) snprintf(par, sizeof par, " x%d", n_par);
