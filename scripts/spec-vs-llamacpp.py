@@ -94,6 +94,8 @@ def run_llm170(a, prompt, mode):
 def run_llama(url, a, prompt):
     r = post(url + "/completion", {"prompt": prompt, "n_predict": a.n, "ignore_eos": True, "temperature": 0,
                                    "cache_prompt": False, "return_tokens": True})
+    if len(r.get("tokens", [])) != a.n:
+        sys.exit(f"llama-server returned {len(r.get('tokens', []))} token ids, expected {a.n} (return_tokens)")
     t = r["timings"]
     # predicted_n counts the first token, which comes from the prompt's pass and costs the generation clock
     # (predicted_ms) nothing: decode figures are the other tokens over that clock, as llm170's are
