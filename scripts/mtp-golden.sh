@@ -3,7 +3,7 @@
 # qwen35 / qwen35moe files (tests/crosscheck/mtp_llamacpp.cpp, compiled here against a llama.cpp build from
 # the llama-cpp-python sdist, scripts/llamacpp-build.sh). Each case: PRESET MIX SYNTH_SEED; the prompt is
 # 48 random tokens from seed 1 (the generator's LCG). Needs build/llm170 (synth) and build/tests.
-#   scripts/mtp-golden.sh            rewrite tests/crosscheck/*.mtp.golden
+#   scripts/mtp-golden.sh            rewrite tests/crosscheck/*.mtp
 #   scripts/mtp-golden.sh --sweep    prompt seeds 1..8 for each case into a temporary folder, each checked by
 #                                    test_crosscheck_mtp with a huge tolerance: the error spread the
 #                                    tolerances come from (nothing in the tree changes)
@@ -29,7 +29,7 @@ for c in "${cases[@]}"; do
       build/tests/test_crosscheck_mtp "$tmp/g.golden" "$preset" "$mix" "$seed" 1e9 | grep 'MTP rows' | sed "s/^/prompt seed $s: /"
     done
   else
-    out=tests/crosscheck/$preset-$mix.mtp.golden
+    out=tests/crosscheck/$preset-$mix.mtp
     "$gen" "$tmp/m.gguf" 1 48 2>/dev/null | sed "s|$tmp/m.gguf|$preset $mix synth seed $seed|" > "$out"
     echo "wrote $out" >&2
   fi

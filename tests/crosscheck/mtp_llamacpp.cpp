@@ -1,6 +1,6 @@
 // mtp_llamacpp: llama.cpp's MTP (nextn) logits for a qwen35 / qwen35moe GGUF, the outside reference for
 // llm170's MTP block (issue 16 (d); transformers does not build the MTP block). Not built by CMake: it links
-// against a llama.cpp build (scripts/mtp-golden.sh compiles it and writes tests/crosscheck/*.mtp.golden).
+// against a llama.cpp build (scripts/mtp-golden.sh compiles it and writes tests/crosscheck/*.mtp).
 //
 // What it runs, through llama.cpp's public API and its staging header (src/llama-ext.h), the way its
 // draft-mtp speculation feeds the block (common/speculative.cpp):

@@ -1,6 +1,6 @@
 /* test_crosscheck_mtp: llm170's MTP block against llama.cpp's on the same files (issue 16 (d)). transformers
  * does not build the MTP block, so llama.cpp (0.3.36, its draft-mtp path) is the outside reference: its
- * logits for the pairs (x[p+1], h[p]) of a random prompt are in tests/crosscheck/NAME.mtp.golden, written by
+ * logits for the pairs (x[p+1], h[p]) of a random prompt are in tests/crosscheck/NAME.mtp, written by
  * scripts/mtp-golden.sh (tests/crosscheck/mtp_llamacpp.cpp) from the synth file that this test writes again
  * (synth is deterministic in its seed).
  *
@@ -32,9 +32,9 @@ typedef struct golden_case {
 } golden_case;
 
 static const golden_case CASES[] = {
-    {"tests/crosscheck/tiny-qwen35-f32.mtp.golden", "tiny-qwen35", "f32", 1, 2e-5},
-    {"tests/crosscheck/tiny-qwen35moe-f32.mtp.golden", "tiny-qwen35moe", "f32", 1, 2e-5},
-    {"tests/crosscheck/tiny-qwen35moe-q4_k_m.mtp.golden", "tiny-qwen35moe", "q4_k_m", 1, 5e-2},
+    {"tests/crosscheck/tiny-qwen35-f32.mtp", "tiny-qwen35", "f32", 1, 2e-5},
+    {"tests/crosscheck/tiny-qwen35moe-f32.mtp", "tiny-qwen35moe", "f32", 1, 2e-5},
+    {"tests/crosscheck/tiny-qwen35moe-q4_k_m.mtp", "tiny-qwen35moe", "q4_k_m", 1, 5e-2},
 };
 
 typedef struct golden_row {
