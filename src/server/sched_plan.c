@@ -7,7 +7,7 @@
 int srv_plan_step(const srv_plan_slot *s, int n, int budget, int chunk, int *take) {
     int total = 0;
     for (int i = 0; i < n; i++) {
-        take[i] = s[i].generating ? 1 : 0;
+        take[i] = s[i].generating ? (s[i].span > 1 ? s[i].span : 1) : 0;
         total += take[i];
     }
     int left = budget - total;

@@ -82,25 +82,31 @@ static void check_parse(void) {
 
 static void check_plan(void) {
     /* two generating slots, three prefilling ones (arrival order 5, 2, 9), budget 10 */
-    srv_plan_slot s[5] = {{true, 0, 1}, {false, 6, 5}, {false, 4, 2}, {true, 0, 3}, {false, 30, 9}};
+    srv_plan_slot s[5] = {{true, 0, 1, 1}, {false, 6, 5, 0}, {false, 4, 2, 0}, {true, 0, 3, 1}, {false, 30, 9, 0}};
     int take[5];
     int total = srv_plan_step(s, 5, 10, 0, take);
     CHECKF(total == 10 && take[0] == 1 && take[3] == 1, "total %d", total);
     CHECKF(take[2] == 4 && take[1] == 4 && take[4] == 0, "oldest prefill first: %d %d %d", take[2], take[1], take[4]);
     /* decoding never starves, even with a budget smaller than the generating slots */
-    srv_plan_slot g[3] = {{true, 0, 0}, {true, 0, 1}, {false, 8, 2}};
+    srv_plan_slot g[3] = {{true, 0, 0, 1}, {true, 0, 1, 1}, {false, 8, 2, 0}};
     total = srv_plan_step(g, 3, 1, 0, take);
     CHECK(total == 2 && take[0] == 1 && take[1] == 1 && take[2] == 0);
-    srv_plan_slot idle[2] = {{false, 0, 0}, {false, 0, 1}};
+    srv_plan_slot idle[2] = {{false, 0, 0, 0}, {false, 0, 1, 0}};
     CHECK(srv_plan_step(idle, 2, 64, 0, take) == 0);
     /* a prefill chunk of 5 while slots generate: the oldest prompt takes 4, the next 1, the third none */
     total = srv_plan_step(s, 5, 10, 5, take);
     CHECKF(total == 7 && take[0] == 1 && take[3] == 1, "chunk: total %d", total);
     CHECKF(take[2] == 4 && take[1] == 1 && take[4] == 0, "chunk: %d %d %d", take[2], take[1], take[4]);
     /* no slot generating: the chunk does not apply, the whole budget prefills */
-    srv_plan_slot p[2] = {{false, 30, 1}, {false, 30, 2}};
+    srv_plan_slot p[2] = {{false, 30, 1, 0}, {false, 30, 2, 0}};
     total = srv_plan_step(p, 2, 40, 5, take);
     CHECKF(total == 40 && take[0] == 30 && take[1] == 10, "no decode: total %d (%d %d)", total, take[0], take[1]);
+    /* speculating slots: their spans (pending token + drafts) count against the budget, prefill gets the rest
+       (14 tokens: the 30-token prompt goes in even pieces of 10) */
+    srv_plan_slot sp[3] = {{true, 0, 0, 5}, {true, 0, 1, 1}, {false, 30, 2, 0}};
+    total = srv_plan_step(sp, 3, 20, 0, take);
+    CHECKF(total == 16 && take[0] == 5 && take[1] == 1 && take[2] == 10, "spans: total %d (%d %d %d)", total, take[0],
+           take[1], take[2]);
 }
 
 /* The step planner's even pieces and its rule against slivers (the ITL tail of `llm170 serve` at 8 clients:
@@ -108,7 +114,7 @@ static void check_plan(void) {
 static void check_plan_pieces(void) {
     int take[3];
     /* a 255-token prompt under a cap of 96 beside a running stream: 85 + 85 + 85, not 96 + 96 + 63 */
-    srv_plan_slot a[2] = {{true, 0, 0}, {false, 255, 1}};
+    srv_plan_slot a[2] = {{true, 0, 0, 1}, {false, 255, 1, 0}};
     int total = srv_plan_step(a, 2, 512, 96, take);
     CHECKF(total == 86 && take[1] == 85, "even pieces: %d", take[1]);
     a[1].prefill_left = 170;
@@ -119,7 +125,7 @@ static void check_plan_pieces(void) {
     a[1].prefill_left = 96;
     CHECKF(srv_plan_step(a, 2, 512, 96, take) == 97 && take[1] == 96, "whole: %d", take[1]);
     /* the 11 tokens the first piece leaves are no sliver of the next prompt: it waits for its own step */
-    srv_plan_slot b[3] = {{true, 0, 0}, {false, 255, 1}, {false, 255, 2}};
+    srv_plan_slot b[3] = {{true, 0, 0, 1}, {false, 255, 1, 0}, {false, 255, 2, 0}};
     total = srv_plan_step(b, 3, 512, 96, take);
     CHECKF(total == 86 && take[1] == 85 && take[2] == 0, "no sliver: %d %d", take[1], take[2]);
     /* ... but a prompt those tokens finish takes them */
@@ -127,7 +133,7 @@ static void check_plan_pieces(void) {
     total = srv_plan_step(b, 3, 512, 96, take);
     CHECKF(total == 97 && take[1] == 85 && take[2] == 11, "finishing piece: %d %d", take[1], take[2]);
     /* with no stream running the budget is filled, short piece or not */
-    srv_plan_slot c[2] = {{false, 500, 1}, {false, 255, 2}};
+    srv_plan_slot c[2] = {{false, 500, 1, 0}, {false, 255, 2, 0}};
     total = srv_plan_step(c, 2, 512, 96, take);
     CHECKF(total == 512 && take[0] == 500 && take[1] == 12, "no decode: %d %d", take[0], take[1]);
     /* the batch order: the decode rows side by side before the prompt pieces, slot order among equals */
