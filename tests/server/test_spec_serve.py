@@ -128,7 +128,9 @@ def compare(what, plain, spec):
         if a != b:
             bad += 1
             if bad <= 3:
-                print(f"  {what}: {name}:\n    plain {a}\n    spec  {b}", file=sys.stderr)
+                keys = [k for k in a if a[k] != b.get(k)]
+                print(f"  {what}: {name}: {', '.join(keys)} differ:\n    plain {a['text']!r:.160}\n"
+                      f"    spec  {b['text']!r:.160}", file=sys.stderr)
     check(bad == 0, f"{ARCH} {what}: {bad} of {len(plain)} answers differ from the server without --spec")
 
 
