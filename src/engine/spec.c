@@ -68,6 +68,8 @@ struct llm170_spec {
     int n_span, nd;        /* span: the owed tokens then nd drafts */
     int32_t span[SPEC_MAX_SPAN];
     double t_ckpt;         /* seconds the checkpoint took (part of the round's cost) */
+    double ext[SPEC_MAX_DRAFT + 1]; /* the caller's round costs (llm170_spec_propose), ext[0..n_ext) */
+    int n_ext;             /* 0: the generator's own pass measurements */
     /* the cost model */
     double t_span[SPEC_MAX_SPAN + 1]; /* seconds of a pass of T tokens (0: not measured) */
     double t_draft_tok, t_rollback;
@@ -244,23 +246,31 @@ static double plain_cost(const llm170_spec *s) {
 
 static void ema(double *v, double x) { *v = *v > 0 ? (1 - SPEC_EMA) * *v + SPEC_EMA * x : x; }
 
+/* A round with k drafts, in the unit of a plain step's token: the caller's costs when it gave them, else
+ * this generator's measured passes of k + 1 tokens (k = 0: one plain step). */
+static double round_cost(const llm170_spec *s, int k) {
+    if (s->n_ext) return s->ext[k];
+    return k ? span_cost(s, k + 1) : plain_cost(s);
+}
+
 /* The number of draft tokens for the next round (0: a plain step), at most kmax. */
 static int choose_k(llm170_spec *s, int kmax) {
     if (!s->d || kmax < s->p.draft_min) return 0;
     int hi = s->p.draft_max < kmax ? s->p.draft_max : kmax;
     if (!s->p.adaptive) return hi;
-    if (s->t_span[1] <= 0) return 0; /* a plain step first: the unit every gain is measured in */
+    if (s->n_ext && hi > s->n_ext - 1) hi = s->n_ext - 1;
+    if (!s->n_ext && s->t_span[1] <= 0) return 0; /* a plain step first: the unit every gain is measured in */
     if (s->off) {
         if (--s->off_left > 0) return 0;
         return s->p.draft_min; /* a probe */
     }
     const double a = (s->acc_hit + 1.0) / (s->acc_try + 2.0);
-    const double plain = plain_cost(s);
+    const double plain = round_cost(s, 0);
     double best = 0;
     int kbest = 0;
     for (int k = s->p.draft_min; k <= hi; k++) {
         const double tokens = (1.0 - pow(a, k + 1)) / (1.0 - a);
-        const double cost = span_cost(s, k + 1) + k * s->t_draft_tok + (s->recurrent ? s->t_rollback : 0);
+        const double cost = round_cost(s, k) + k * s->t_draft_tok + (s->recurrent ? s->t_rollback : 0);
         const double gain = tokens * plain / cost;
         if (gain > best) best = gain, kbest = k;
     }
@@ -285,9 +295,15 @@ static void learn(llm170_spec *s, int nd, int acc) {
 }
 
 /* Step 1 of a round (see the top): writes the span to span[] and returns its length; *n_draft: how many of
- * its last tokens are drafts. kmax: the most drafts the caller can use. */
-static int propose(llm170_spec *s, int kmax, int32_t *span, int *n_draft, err *e) {
+ * its last tokens are drafts. kmax: the most drafts the caller can use; costs: NULL or the caller's costs of
+ * a round with 0..kmax drafts (llm170_spec_propose). */
+static int propose(llm170_spec *s, int kmax, const double *costs, int32_t *span, int *n_draft, err *e) {
     *n_draft = 0;
+    s->n_ext = 0;
+    if (costs) {
+        s->n_ext = (kmax < SPEC_MAX_DRAFT ? kmax : SPEC_MAX_DRAFT) + 1;
+        memcpy(s->ext, costs, sizeof(double) * (size_t)s->n_ext);
+    }
     if (s->n_hist == 0) return err_set(e, ERR_ARG, "a speculative round before llm170_spec_prompt / llm170_spec_begin");
     const int held = llm170_seq_len(s->c, s->seq), owed = s->n_hist - held;
     if (owed < 1 || owed > SPEC_MAX_SPAN)
@@ -325,13 +341,13 @@ static int propose(llm170_spec *s, int kmax, int32_t *span, int *n_draft, err *e
     return s->n_span;
 }
 
-int llm170_spec_propose(llm170_spec *s, int kmax, int32_t *span, int *n_draft) {
+int llm170_spec_propose(llm170_spec *s, int kmax, const double *costs, int32_t *span, int *n_draft) {
     err e = {0};
     if (s->in_round) {
         err_set(&e, ERR_ARG, "llm170_spec_propose: the last round was not committed (llm170_spec_commit)");
         return api_fail(&e);
     }
-    int n = propose(s, kmax < 0 ? 0 : kmax, span, n_draft, &e);
+    int n = propose(s, kmax < 0 ? 0 : kmax, costs, span, n_draft, &e);
     return n < 0 ? api_fail(&e) : n;
 }
 
@@ -413,7 +429,7 @@ int llm170_spec_next(llm170_spec *s, llm170_sampler *smp, int32_t *out, int cap)
     /* a round: rollbacks re-decode at once (below), so only the pending token is owed and row 0 is its row */
     int32_t span[SPEC_MAX_SPAN];
     int nd;
-    const int ns = propose(s, cap - n_out - 1, span, &nd, &e);
+    const int ns = propose(s, cap - n_out - 1, NULL, span, &nd, &e);
     if (ns < 0) return api_fail(&e);
     const double t0 = timer_now();
     if (target_decode(s, span, ns, nd > 0 || (s->d && s->d->wants_hidden), &e)) return api_fail(&e);

@@ -211,9 +211,10 @@ static void cache_append(slot *sl, const int32_t *t, int n) {
 }
 
 /* A generating slot's span for this step: its pending token, or what its generator proposes (the pending
- * token and up to *left drafts, fewer if the job can emit fewer tokens; or the tokens a rollback left owed).
+ * token and up to *left drafts, fewer if the job can emit fewer tokens; or the tokens a rollback left owed),
+ * weighing drafts by the step costs beside `others` rows of the n_gen generating slots (srv_spec_costs).
  * Takes the drafts' rows from *left. Returns -1 if the slot failed (it is ended). */
-static int slot_span(srv_sched *s, int i, int *left) {
+static int slot_span(srv_sched *s, int i, int *left, int others, int n_gen) {
     slot *sl = &s->slots[i];
     srv_job *j = sl->job;
     sl->base_len = sl->n_cache;
@@ -231,7 +232,11 @@ static int slot_span(srv_sched *s, int i, int *left) {
     int emit_left = j->g.max_tokens - j->n_gen; /* tokens the job may still emit, the pending token's pick included */
     pthread_mutex_unlock(&j->mu);
     int kmax = emit_left - 1 < *left ? emit_left - 1 : *left;
-    int n = llm170_spec_propose(sl->spec, kmax, sl->span, &sl->n_draft);
+    if (kmax > LLM170_SPEC_MAX_SPAN - 1) kmax = LLM170_SPEC_MAX_SPAN - 1;
+    if (kmax < 0) kmax = 0;
+    double costs[LLM170_SPEC_MAX_SPAN];
+    bool priced = srv_spec_costs(&s->cost, others, n_gen, kmax, costs);
+    int n = llm170_spec_propose(sl->spec, kmax, priced ? costs : NULL, sl->span, &sl->n_draft);
     if (n < 0) {
         srv_slot_end(s, i, SRV_FIN_ERROR, -1, llm170_last_error());
         return -1;
@@ -283,16 +288,23 @@ static void step(srv_sched *s, srv_plan_slot *plan, int *take, llm170_seq_batch 
         pthread_mutex_unlock(&s->mt->mu);
         if (slot_start(s, started[k])) srv_slot_end(s, started[k], SRV_FIN_ERROR, -1, llm170_last_error());
     }
-    /* the generating slots' spans first: drafts take what the budget leaves beside one token per slot */
-    int left = s->p.n_batch;
+    /* the generating slots' spans first: drafts take what the budget leaves beside one token per slot, and
+     * are priced beside the other slots' rows (those proposed this step, else their last step's span) */
+    int left = s->p.n_batch, n_gen = 0, rows_est = 0;
     for (int i = 0; i < n; i++) {
         slot *sl = &s->slots[i];
         if (sl->job && sl->pending < 0 && sl->n_done >= sl->job->n_prompt - 1) sl->pending = sl->job->prompt[sl->n_done];
-        left -= sl->job && sl->pending >= 0;
+        if (!sl->job || sl->pending < 0) continue;
+        if (sl->n_span < 1) sl->n_span = 1;
+        n_gen++, left--, rows_est += sl->n_span;
     }
     for (int i = 0; i < n; i++) {
         slot *sl = &s->slots[i];
-        if (sl->job && sl->pending >= 0 && slot_span(s, i, &left)) sl->pending = -1; /* failed: ended */
+        if (sl->job && sl->pending >= 0) {
+            rows_est -= sl->n_span;
+            if (slot_span(s, i, &left, rows_est, n_gen)) sl->pending = -1; /* failed: ended */
+            else rows_est += sl->n_span;
+        }
         plan[i] = (srv_plan_slot){sl->job && sl->pending >= 0, sl->job && sl->pending < 0 ? sl->job->n_prompt - 1 - sl->n_done : 0,
                                   sl->job ? sl->job->order : 0, sl->job && sl->pending >= 0 ? sl->n_span : 0};
     }
@@ -315,6 +327,7 @@ static void step(srv_sched *s, srv_plan_slot *plan, int *take, llm170_seq_batch 
     double t0 = srv_now();
     int rc = llm170_decode(s->ctx, batch, nb);
     double dt = srv_now() - t0;
+    if (!prefill) srv_step_cost_add(&s->cost, total, dt);
     pthread_mutex_lock(&s->mt->mu);
     s->mt->steps++;
     s->mt->decode_seconds += dt;
@@ -393,7 +406,9 @@ int srv_sched_new(llm170_model *m, llm170_context *ctx, const srv_sched_params *
     s->recurrent = s->ckpt_size > 16; /* more than the checkpoint header: the model has GDN state */
     s->queue = calloc((size_t)p->queue_cap, sizeof *s->queue);
     s->slots = calloc((size_t)p->n_slots, sizeof *s->slots);
-    bool ok = s->queue && s->slots;
+    s->cost.n = p->n_slots * LLM170_SPEC_MAX_SPAN + 1;
+    s->cost.t = calloc((size_t)s->cost.n, sizeof *s->cost.t);
+    bool ok = s->queue && s->slots && s->cost.t;
     for (int i = 0; ok && i < p->n_slots; i++) {
         s->slots[i].ckpt_pos = -1;
         ok = (s->slots[i].cache = malloc(sizeof(int32_t) * (size_t)p->n_ctx)) != NULL;
@@ -409,6 +424,7 @@ int srv_sched_new(llm170_model *m, llm170_context *ctx, const srv_sched_params *
             free(s->slots[i].cache), free(s->slots[i].ckpt), llm170_spec_free(s->slots[i].spec);
         free(s->slots);
         free(s->queue);
+        free(s->cost.t);
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv);
         free(s);
@@ -438,6 +454,7 @@ void srv_sched_free(srv_sched *s) {
         llm170_spec_free(sl->spec);
     }
     srv_jc_vocab_free(s->vocab);
+    free(s->cost.t);
     free(s->slots);
     free(s->queue);
     pthread_mutex_destroy(&s->mu);

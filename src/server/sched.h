@@ -173,6 +173,26 @@ enum srv_reuse { SRV_REUSE_NONE, SRV_REUSE_KEEP, SRV_REUSE_TRUNCATE, SRV_REUSE_R
 int srv_prefix_reuse(const int32_t *cache, int n_cache, int ckpt_pos, bool recurrent, const int32_t *prompt,
                      int n_prompt, int *how);
 
+/* Step times by the rows a step decodes, for speculation's costs (decode-only steps: a step that also
+ * prefills is not measured). t[R]: a moving average of the seconds of steps of R rows, 0 = not measured. */
+typedef struct srv_step_cost {
+    double *t;
+    int n;     /* rows 0..n-1 */
+} srv_step_cost;
+
+void srv_step_cost_add(srv_step_cost *c, int rows, double seconds);
+/* A step of R rows: measured, else interpolated between the nearest measured, else from the largest
+ * measured below, R_m, plus 10% of it per R_m more rows (optimistic, so longer steps get tried and then
+ * measured), else the smallest measured above; -1 if nothing is measured. */
+double srv_step_cost_at(const srv_step_cost *c, int rows);
+/* A speculating slot's round costs (llm170_spec_propose's costs) beside `others` rows of the other slots in
+ * a step that emits about `tokens` tokens: costs[0] = t(others + 1) / tokens (the step's time per token) and
+ * costs[k] = costs[0] + t(others + 1 + k) - t(others + 1) (the time k drafts add to the step, which every
+ * token of it waits for). So drafts pay where (tokens - 1 + kept + 1) / t(others + 1 + k) beats
+ * tokens / t(others + 1): the step's throughput, not the slot's alone. One slot alone: t(1) and t(1 + k), as
+ * llm170_spec_next weighs them. Returns false (costs unset) while nothing is measured. */
+bool srv_spec_costs(const srv_step_cost *c, int others, int tokens, int kmax, double *costs);
+
 /* Stop strings over generated text[0..len) of which [0..emitted) is out: returns the length that may be
  * emitted now. *hit = index of the earliest stop string found (the text ends before it), else -1. */
 size_t srv_stop_scan(const char *text, size_t len, size_t emitted, char *const *stop, int n_stop, int *hit);

@@ -70,6 +70,7 @@ struct srv_sched {
     slot *slots;
     int n_vocab;
     srv_jc_vocab *vocab;    /* token texts for constrained decoding, built at the first such job */
+    srv_step_cost cost;     /* decode-only step times by rows: what speculating slots' drafts are priced at */
 };
 
 /* Seconds on the monotonic clock. */

@@ -218,7 +218,7 @@ static void driven_exact(const char *what, llm170_model *m, float temp) {
     int owed_max = 1, rounds = 0, kept = 0;
     for (int g = 0; g < N_GEN;) {
         int32_t span[LLM170_SPEC_MAX_SPAN];
-        int nd, ns = llm170_spec_propose(sp, N_GEN - g - 1, span, &nd);
+        int nd, ns = llm170_spec_propose(sp, N_GEN - g - 1, NULL, span, &nd);
         CHECKF(ns >= 1, "propose: %s", llm170_last_error());
         if (ns < 1) break;
         if (ns - nd > owed_max) owed_max = ns - nd;

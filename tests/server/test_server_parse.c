@@ -1,6 +1,7 @@
 /* The server's model-free pieces: request parsing (the bad-request table: every malformed body gets a 400
  * naming the field, never a crash), the step planner (continuous batching within a token budget), prefix
  * reuse decisions and stop-string holdback. The HTTP end to end is tests/server/cli_server.sh. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,31 @@ static void check_plan_pieces(void) {
            "order: %d %d %d %d %d %d %d", order[0], order[1], order[2], order[3], order[4], order[5], order[6]);
 }
 
+/* Speculation's step costs: interpolation, the optimistic guess above the longest measured step, and the
+ * per-token price of a step shared by several slots. */
+static void check_step_costs(void) {
+    double t[40] = {0}, costs[5];
+    srv_step_cost c = {t, 40};
+    CHECK(srv_step_cost_at(&c, 4) < 0 && !srv_spec_costs(&c, 0, 1, 4, costs));
+    srv_step_cost_add(&c, 4, 0.040);
+    srv_step_cost_add(&c, 12, 0.080);
+    CHECK(srv_step_cost_at(&c, 2) == 0.040);                        /* below: the smallest measured */
+    CHECKF(fabs(srv_step_cost_at(&c, 8) - 0.060) < 1e-12, "interpolated: %g", srv_step_cost_at(&c, 8));
+    CHECKF(fabs(srv_step_cost_at(&c, 24) - 0.088) < 1e-12, "extrapolated: %g", srv_step_cost_at(&c, 24)); /* +10% per 12 rows */
+    srv_step_cost_add(&c, 4, 0.080); /* a moving average */
+    CHECKF(fabs(srv_step_cost_at(&c, 4) - 0.050) < 1e-12, "average: %g", srv_step_cost_at(&c, 4));
+    /* 4 slots, 3 others' rows: a token costs t(4) / 4, k drafts add t(4 + k) - t(4) */
+    CHECK(srv_spec_costs(&c, 3, 4, 4, costs));
+    CHECKF(fabs(costs[0] - 0.0125) < 1e-12 && fabs(costs[4] - (0.0125 + 0.065 - 0.050)) < 1e-12, "costs %g %g",
+           costs[0], costs[4]);
+    /* one slot alone: t(1) and t(1 + k) */
+    double u[8] = {0};
+    srv_step_cost d = {u, 8};
+    srv_step_cost_add(&d, 1, 0.020);
+    srv_step_cost_add(&d, 3, 0.030);
+    CHECK(srv_spec_costs(&d, 0, 1, 2, costs) && costs[0] == 0.020 && fabs(costs[2] - 0.030) < 1e-12);
+}
+
 static void check_reuse(void) {
     int32_t cache[6] = {1, 2, 3, 4, 5, 6}, p1[5] = {1, 2, 3, 9, 9}, p2[8] = {1, 2, 3, 4, 5, 6, 7, 8}, p3[4] = {1, 2, 3, 4};
     int how;
@@ -178,6 +204,7 @@ int main(void) {
     check_parse();
     check_plan();
     check_plan_pieces();
+    check_step_costs();
     check_reuse();
     check_stop();
     return check_report("test_server_parse");
