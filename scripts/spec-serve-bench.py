@@ -10,8 +10,11 @@ For each round and each client count C, runs the workload on A then B (odd round
 C closed-loop clients share the first N prompts of scripts/spec-code-edit-prompts.py (each prompt once;
 client k takes prompts k, k+C, ...), /v1/completions, greedy, max_tokens --n, EOS honoured. Per run: the
 generated tokens (usage) / wall time of the whole run, the load average at its start, and for B the drafts
-and accepted drafts (deltas of /metrics). Checks that both servers answered every prompt identically.
-Prints a markdown row per run and the B/A ratios per round. Standard library only."""
+and accepted drafts (deltas of /metrics). Prints a markdown row per run, the B/A ratios per round, and which
+answers differ between the servers (they may, at a near-tie, also without --spec: a prompt's prefill goes
+through other kernels when a slot's cached prefix is reused or concurrent steps cut it into other pieces,
+which depends on the clients' timing; tests/server/cli_server_spec.sh checks exactness where that cannot
+happen). The answers go to /tmp/spec-serve-bench-answers.json. Standard library only."""
 import argparse
 import http.client
 import json
@@ -122,12 +125,14 @@ def main():
                     results.setdefault((c, name), []).append(ans)
                     print(f"| {r + 1} | {c} | {name} | {load:.2f} | {tok} | {sec:.1f} | {tok / sec:.2f} | {acc} |", flush=True)
                 ratios.setdefault(c, []).append(rate["B"] / rate["A"])
-        same = all(x == results[(c, "A")][0] for (c, _), v in results.items() for x in v)
-        print(f"\nanswers identical across servers and runs: {same}")
+        json.dump({f"{c} {name} run {r}": ans for (c, name), v in results.items() for r, ans in enumerate(v)},
+                  open("/tmp/spec-serve-bench-answers.json", "w"), indent=1)
+        print()
         for c, rs in ratios.items():
             print(f"clients {c}: B/A per round " + ", ".join(f"{x:.3f}x" for x in rs))
-        if not same:
-            sys.exit(1)
+            for r, (a_ans, b_ans) in enumerate(zip(results[(c, "A")], results[(c, "B")])):
+                diff = [i for i in a_ans if a_ans[i] != b_ans[i]]
+                print(f"  round {r + 1}: answers " + (f"differ for prompts {diff}" if diff else "identical"))
     finally:
         for p in (pa, pb):
             p.terminate()

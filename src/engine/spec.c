@@ -29,8 +29,8 @@
  * (moving averages; unmeasured span costs are guessed optimistically so they get tried). The best k
  * must beat one plain step per token, else speculation is off and re-probed (k = draft-min) after 16, 64,
  * 256, 512 plain steps. A generation starts with a plain step (the unit of cost) and a probe. A caller
- * that batches reports its whole pass's time as the span's cost (a pass shared with prompt pieces: not
- * measured), so k weighs the slot's tokens against the step they all share. */
+ * that batches may price the rounds itself (llm170_spec_propose's costs: what k drafts add to a step that
+ * many sequences share); drafting and rollback times are still this generator's measurements. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

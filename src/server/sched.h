@@ -30,11 +30,11 @@
  * and the kept tokens decoded again in the slot's next span). So a constrained slot speculates too: its
  * automaton only ever sees emitted tokens, each drawn through the mask as without speculation, and a
  * draft the masked draw does not give is simply rejected. The output is the one plain decoding gives.
- * k is each slot's own (llm170_spec's cost model): its acceptance rate against the step times measured
- * with its span at each length (steps that also prefill are not measured), so a slot whose drafts are not
- * kept stops drafting by itself while the others go on. The step's time is charged to the slot alone: where
- * slots speculate alike this is the whole batch's trade-off; a lone speculating slot is not charged for the
- * delay its extra rows give the others' tokens (small where those rows share weight passes with them).
+ * k is each slot's own (llm170_spec's cost model): its acceptance rate against what its drafts cost the
+ * step (srv_spec_costs: decode-only step times by rows, a token's price the step's time over its tokens,
+ * k drafts the time k more rows add, which every token of the step waits for), so a slot whose drafts are
+ * not kept stops drafting by itself while the others go on, and drafts beside many streams must be kept
+ * more often to pay than drafts of a lone stream.
  *
  * Ownership: srv_sched_submit takes a job reference; the submitter keeps its own and drops it with
  * srv_job_release. A job is freed when both references are gone. */
