@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 
 def post(port, body):
@@ -75,11 +76,8 @@ def workload(port, prompts, clients, n):
                 tokens[0] += o["usage"]["completion_tokens"]
 
     t0 = time.time()
-    th = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
-    for t in th:
-        t.start()
-    for t in th:
-        t.join()
+    with ThreadPoolExecutor(clients) as ex:
+        list(ex.map(client, range(clients)))
     return answers, tokens[0], time.time() - t0
 
 
