@@ -243,6 +243,36 @@ typedef struct llm170_spec_stats {
 } llm170_spec_stats;
 LLM170_API void llm170_spec_get_stats(const llm170_spec *s, llm170_spec_stats *out);
 
+/* ---- speculation inside the caller's own batches ----
+ * llm170_spec_next makes its own passes over one sequence. A caller that decodes many sequences in one
+ * llm170_decode (llm170 serve: continuous batching) and picks tokens its own way (constraints, stop
+ * strings) drives one generator per sequence through the same drafters, acceptance rule, rollback and
+ * adaptive k, one round per pass of its own:
+ *   1. llm170_spec_begin(s, prompt, n): the generation's prompt. The sequence holds fewer than n of its
+ *      tokens (the caller's prefix reuse); the caller decodes the rest but the last (its prefill), which is
+ *      the first round's pending token.
+ *   2. n_span = llm170_spec_propose(s, kmax, costs, span, &n_draft): the tokens to decode next into the
+ *      sequence: those it owes (the pending token; after a rollback on a recurrent model also the kept
+ *      tokens, which then come without drafts), then n_draft <= kmax drafts. span holds LLM170_SPEC_MAX_SPAN
+ *      tokens. costs: NULL (k from the pass times reported to commit, as llm170_spec_next measures its own),
+ *      or costs[0..min(kmax, 32)]: what a round with k drafts costs the caller, costs[0] that of a plain
+ *      token (a batching caller: its step's time per token, plus what k more rows add to the step); the
+ *      generator adds its drafting and rollback times. On a recurrent model it checkpoints the state:
+ *      decode the span next, nothing else into this sequence.
+ *   3. the caller decodes the span (logits for every row when n_draft > 0) and picks x_0 from the row of
+ *      span[n_span - n_draft - 1] (the pending token), then x_(j+1) from the next row while x_j equals
+ *      draft j (span[n_span - n_draft + j]); it may stop earlier (its generation ended).
+ *   4. llm170_spec_commit(s, picked, n_picked, seconds): the picked tokens in order (1 <= n_picked <=
+ *      n_draft + 1, all but the last equal to the drafts; the last is the new pending token, whether it
+ *      matched or not) and the pass's wall time (<= 0: not measured, e.g. a pass that also carried prompt
+ *      pieces). The sequence is cut back to the kept tokens (recurrent: to the checkpoint, the kept tokens
+ *      owed to the next span). Emitting exactly the picked tokens gives what plain decoding gives.
+ * Not with LLM170_SPEC_MTP (its drafter needs every position's hidden state). */
+#define LLM170_SPEC_MAX_SPAN 33
+LLM170_API int llm170_spec_begin(llm170_spec *s, const int32_t *prompt, int n);
+LLM170_API int llm170_spec_propose(llm170_spec *s, int kmax, const double *costs, int32_t *span, int *n_draft);
+LLM170_API int llm170_spec_commit(llm170_spec *s, const int32_t *picked, int n_picked, double seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -374,17 +374,23 @@ int srv_serve(const srv_config *cfg) {
     mp.device = cfg->device;
     llm170_context_params cp = {.n_seq = cfg->n_slots, .n_ctx = cfg->n_ctx, .n_batch = cfg->n_batch,
                                 .cache_type_k = cfg->cache_type_k, .cache_type_v = cfg->cache_type_v};
-    srv_sched_params sp = {cfg->n_slots, cfg->n_ctx, cfg->n_batch, cfg->queue_cap, cfg->prefill_chunk};
+    srv_sched_params sp = {cfg->n_slots, cfg->n_ctx, cfg->n_batch, cfg->queue_cap, cfg->prefill_chunk, cfg->spec};
     if (check_memory(cfg->model_path)) goto out;
     if (llm170_model_load(cfg->model_path, &mp, &s->m) || llm170_context_new(s->m, &cp, &s->ctx)) {
         fprintf(stderr, "llm170 serve: %s\n", llm170_last_error());
         goto out;
     }
-    if (srv_sched_new(s->m, s->ctx, &sp, &s->mt, &s->sched)) {
-        fprintf(stderr, "llm170 serve: cannot start the scheduler\n");
+    int src = srv_sched_new(s->m, s->ctx, &sp, &s->mt, &s->sched);
+    if (src) {
+        if (src == SRV_SCHED_ESPEC) fprintf(stderr, "llm170 serve: --spec: %s\n", llm170_last_error());
+        else fprintf(stderr, "llm170 serve: cannot start the scheduler\n");
         goto out;
     }
     pick_template(s);
+    if (cfg->spec.type != LLM170_SPEC_NONE)
+        fprintf(stderr, "llm170 serve: speculative decoding per slot: %s, draft-min %d, draft-max %d%s\n",
+                cfg->spec.type == LLM170_SPEC_NGRAM ? "n-gram lookup" : "a draft model", cfg->spec.draft_min,
+                cfg->spec.draft_max, cfg->spec.adaptive ? " (adaptive)" : " (fixed)");
     char desc[128];
     llm170_model_desc(s->m, desc, sizeof desc);
     fprintf(stderr, "llm170 serve: ready: %s as '%s' on %s, %d slots of %d tokens, %d threads\n", desc, s->model_id,

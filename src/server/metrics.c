@@ -66,6 +66,12 @@ char *srv_metrics_text(srv_metrics *m, size_t *len) {
         "# TYPE llm170_constrained_tokens_total counter\nllm170_constrained_tokens_total %llu\n"
         "# HELP llm170_constrained_masks_total Constrained tokens whose first draw was refused (the vocabulary mask was built).\n"
         "# TYPE llm170_constrained_masks_total counter\nllm170_constrained_masks_total %llu\n"
+        "# HELP llm170_spec_rounds_total Speculative rounds: a slot's span with drafts verified in a step.\n"
+        "# TYPE llm170_spec_rounds_total counter\nllm170_spec_rounds_total %llu\n"
+        "# HELP llm170_spec_drafted_total Draft tokens verified.\n"
+        "# TYPE llm170_spec_drafted_total counter\nllm170_spec_drafted_total %llu\n"
+        "# HELP llm170_spec_accepted_total Draft tokens accepted (emitted without a pass of their own).\n"
+        "# TYPE llm170_spec_accepted_total counter\nllm170_spec_accepted_total %llu\n"
         "# HELP llm170_decode_steps_total Batched forward passes.\n"
         "# TYPE llm170_decode_steps_total counter\nllm170_decode_steps_total %llu\n"
         "# HELP llm170_decode_seconds_total Time inside batched forward passes.\n"
@@ -83,7 +89,8 @@ char *srv_metrics_text(srv_metrics *m, size_t *len) {
         (unsigned long long)m->req_2xx, (unsigned long long)m->req_4xx, (unsigned long long)m->req_5xx,
         (unsigned long long)m->rejected_429, (unsigned long long)m->cancelled, (unsigned long long)m->abandoned, (unsigned long long)m->prompt_tokens,
         (unsigned long long)m->cached_tokens, (unsigned long long)m->gen_tokens, (unsigned long long)m->jc_tokens,
-        (unsigned long long)m->jc_masks, (unsigned long long)m->steps,
+        (unsigned long long)m->jc_masks, (unsigned long long)m->spec_rounds, (unsigned long long)m->spec_drafted,
+        (unsigned long long)m->spec_accepted, (unsigned long long)m->steps,
         m->decode_seconds, m->last_step_tps, m->queue_len, m->slots_busy, m->n_slots);
     for (int i = 0; i < 8 && n > 0 && (size_t)n < cap; i++)
         n += snprintf(b + n, cap - (size_t)n, "llm170_time_to_first_token_seconds_bucket{le=\"%g\"} %llu\n",

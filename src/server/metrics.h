@@ -13,6 +13,7 @@ typedef struct srv_metrics {
     uint64_t req_2xx, req_4xx, req_5xx, rejected_429, cancelled, abandoned;
     uint64_t prompt_tokens, cached_tokens, gen_tokens, steps;
     uint64_t jc_tokens, jc_masks;  /* constrained tokens drawn; of those, how many needed the full mask */
+    uint64_t spec_rounds, spec_drafted, spec_accepted; /* speculative rounds (spans with drafts), drafts, drafts kept */
     double decode_seconds;       /* wall time inside llm170_decode */
     double ttft_sum;             /* seconds from submit to first token, summed over jobs that got one */
     uint64_t ttft_count;

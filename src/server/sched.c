@@ -2,78 +2,19 @@
  * guards the queue and which job each slot holds; j->mu guards a job's output; the scheduler never holds
  * both at once. Everything about a slot's sequence (KV, checkpoint, sampler, detokenizer) is touched by
  * the scheduler thread only. */
-#include "server/sched.h"
-
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static double now_s(void) {
+#include "server/sched_impl.h"
+
+double srv_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-
-struct srv_job {
-    /* input, fixed at submit */
-    int32_t *prompt;
-    int n_prompt;
-    srv_gen g;
-    uint64_t order;
-    double t_submit;
-    atomic_int refs;
-    atomic_bool cancel;
-    /* output, under mu */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    char *text;       /* emitted text (never part of a stop string) */
-    size_t len, cap;
-    srv_lp *lp;
-    int n_lp, cap_lp;
-    int finish, stop_index, n_gen, n_cached;
-    char err[256];
-};
-
-typedef struct slot {
-    srv_job *job;           /* NULL: free */
-    int32_t *cache;         /* the tokens the sequence holds, in order (n_cache == llm170_seq_len) */
-    int n_cache;
-    void *ckpt;             /* recurrent-state checkpoint at ckpt_pos tokens (hybrids), or ckpt_pos -1 */
-    int ckpt_pos;
-    int n_done;             /* prompt tokens in the sequence */
-    int32_t pending;        /* generating: the token to decode next; -1 while prefilling */
-    llm170_sampler *smp;
-    llm170_detok *detok;
-    char *gen;              /* all generated text so far (stop strings are searched here) */
-    size_t gen_len, gen_cap, emitted;
-    int row;                /* this step's logits row, or -1 */
-    bool first_token_seen;
-    srv_jc_state jc;        /* constrained jobs: the JSON so far */
-    uint8_t *allowed;       /* constrained jobs: the mask (n_vocab), and the masked logits */
-    float *masked;
-} slot;
-
-struct srv_sched {
-    llm170_model *m;
-    llm170_context *ctx;
-    srv_sched_params p;
-    srv_metrics *mt;
-    bool recurrent;
-    size_t ckpt_size;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop, joined;
-    srv_job **queue;        /* ring of queue_cap */
-    int q_head, q_len;
-    uint64_t next_order;
-    slot *slots;
-    int n_vocab;
-    srv_jc_vocab *vocab;    /* token texts for constrained decoding, built at the first such job */
-};
 
 /* ---- jobs ---- */
 
@@ -160,8 +101,7 @@ void srv_delta_free(srv_delta *d) {
     memset(d, 0, sizeof *d);
 }
 
-/* Appends output under the job's lock and wakes its reader. */
-static void job_emit(srv_job *j, const char *text, size_t n, const srv_lp *lp, int n_gen) {
+void srv_job_emit(srv_job *j, const char *text, size_t n, const srv_lp *lp, int n_gen) {
     pthread_mutex_lock(&j->mu);
     if (n && j->len + n + 1 > j->cap) {
         size_t cap = (j->len + n + 1) * 2;
@@ -213,8 +153,7 @@ static void slot_reset(srv_sched *s, int i) {
     s->slots[i].ckpt_pos = -1;
 }
 
-/* Ends slot i's job and frees the slot (keeping its sequence for reuse unless told to reset). */
-static void slot_end(srv_sched *s, int i, int finish, int stop_index, const char *err) {
+void srv_slot_end(srv_sched *s, int i, int finish, int stop_index, const char *err) {
     slot *sl = &s->slots[i];
     srv_job *j = sl->job;
     job_finish(j, finish, stop_index, err);
@@ -271,133 +210,42 @@ static void cache_append(slot *sl, const int32_t *t, int n) {
     sl->n_cache += n;
 }
 
-/* The log-softmax of the sampled token and the n most likely tokens, from the raw logits. */
-static void fill_logprobs(const float *l, int n_vocab, int32_t tok, int n, srv_lp *out) {
-    float mx = l[0];
-    for (int v = 1; v < n_vocab; v++) mx = l[v] > mx ? l[v] : mx;
-    double sum = 0;
-    for (int v = 0; v < n_vocab; v++) sum += exp((double)(l[v] - mx));
-    /* sum >= 1 (the largest logit contributes exp(0)); the clamp only spells that out */
-    float lse = mx + (float)log(sum < 1 ? 1 : sum);
-    out->token = tok;
-    out->logprob = l[tok] - lse;
-    out->n_top = 0;
-    for (int v = 0; v < n_vocab && n > 0; v++) {
-        int k = out->n_top;
-        if (k == n && l[v] <= l[out->top_tok[k - 1]]) continue;
-        if (k < n) out->n_top++;
-        else k--;
-        while (k > 0 && l[out->top_tok[k - 1]] < l[v]) {
-            out->top_tok[k] = out->top_tok[k - 1];
-            k--;
-        }
-        out->top_tok[k] = v;
-    }
-    for (int k = 0; k < out->n_top; k++) out->top_lp[k] = l[out->top_tok[k]] - lse;
-}
-
-/* Adds detokenized bytes to the slot's text and emits what no stop string can claim. Returns 1 if a stop
- * string ended the job. */
-static int slot_text(srv_sched *s, int i, const char *bytes, size_t n, const srv_lp *lp, int n_gen, bool final) {
+/* A generating slot's span for this step: its pending token, or what its generator proposes (the pending
+ * token and up to *left drafts, fewer if the job can emit fewer tokens; or the tokens a rollback left owed),
+ * weighing drafts by the step costs beside `others` rows of the n_gen generating slots (srv_spec_costs).
+ * Takes the drafts' rows from *left. Returns -1 if the slot failed (it is ended). */
+static int slot_span(srv_sched *s, int i, int *left, int others, int n_gen) {
     slot *sl = &s->slots[i];
     srv_job *j = sl->job;
-    if (sl->gen_len + n + 1 > sl->gen_cap) {
-        size_t cap = (sl->gen_len + n + 1) * 2;
-        char *t = realloc(sl->gen, cap);
-        if (!t) return 0;
-        sl->gen = t, sl->gen_cap = cap;
+    sl->base_len = sl->n_cache;
+    sl->n_draft = 0;
+    if (!sl->spec) {
+        sl->span[0] = sl->pending;
+        sl->n_span = 1;
+        return 0;
     }
-    if (n) memcpy(sl->gen + sl->gen_len, bytes, n);
-    sl->gen_len += n;
-    int hit;
-    size_t safe = srv_stop_scan(sl->gen, sl->gen_len, sl->emitted, j->g.stop, j->g.n_stop, &hit);
-    if (final && hit < 0) safe = sl->gen_len;
-    job_emit(j, sl->gen + sl->emitted, safe - sl->emitted, lp, n_gen);
-    sl->emitted = safe;
-    if (hit >= 0) {
-        slot_end(s, i, SRV_FIN_STOP, hit, NULL);
-        return 1;
+    if (sl->n_done == j->n_prompt - 1 && llm170_spec_begin(sl->spec, j->prompt, j->n_prompt)) {
+        srv_slot_end(s, i, SRV_FIN_ERROR, -1, llm170_last_error());
+        return -1;
     }
+    pthread_mutex_lock(&j->mu);
+    int emit_left = j->g.max_tokens - j->n_gen; /* tokens the job may still emit, the pending token's pick included */
+    pthread_mutex_unlock(&j->mu);
+    int kmax = emit_left - 1 < *left ? emit_left - 1 : *left;
+    if (kmax > LLM170_SPEC_MAX_SPAN - 1) kmax = LLM170_SPEC_MAX_SPAN - 1;
+    if (kmax < 0) kmax = 0;
+    double costs[LLM170_SPEC_MAX_SPAN];
+    bool priced = srv_spec_costs(&s->cost, others, n_gen, kmax, costs);
+    int n = llm170_spec_propose(sl->spec, kmax, priced ? costs : NULL, sl->span, &sl->n_draft);
+    if (n < 0) {
+        srv_slot_end(s, i, SRV_FIN_ERROR, -1, llm170_last_error());
+        return -1;
+    }
+    sl->n_span = n;
+    *left -= n - 1;
     return 0;
 }
 
-/* A constrained job's next token: the usual draw if the automaton takes it, else a draw from the masked
- * logits. budget: tokens that may still be generated, this one included. -1: no token can continue. */
-static int32_t pick_constrained(srv_sched *s, slot *sl, const float *l, int budget) {
-    int32_t tok = llm170_sample(sl->smp, l);
-    bool ok = srv_jc_token_ok(&sl->jc, s->vocab, budget, tok);
-    pthread_mutex_lock(&s->mt->mu);
-    s->mt->jc_tokens++;
-    s->mt->jc_masks += !ok;
-    pthread_mutex_unlock(&s->mt->mu);
-    if (ok) return tok;
-    if (srv_jc_mask(&sl->jc, s->vocab, budget, sl->allowed) == 0) return -1;
-    for (int v = 0; v < s->n_vocab; v++) sl->masked[v] = sl->allowed[v] ? l[v] : -INFINITY;
-    tok = llm170_sample(sl->smp, sl->masked);
-    if (tok >= 0 && tok < s->n_vocab && sl->allowed[tok]) return tok;
-    int best = -1; /* a sampler that ignored the mask (it never should): the most likely allowed token */
-    for (int v = 0; v < s->n_vocab; v++)
-        if (sl->allowed[v] && (best < 0 || l[v] > l[best])) best = v;
-    return best;
-}
-
-/* Samples slot i's next token from its logits row and decides whether the job goes on. */
-static void slot_generate(srv_sched *s, int i) {
-    slot *sl = &s->slots[i];
-    srv_job *j = sl->job;
-    const float *l = llm170_logits(s->ctx, sl->row);
-    int n_gen;
-    pthread_mutex_lock(&j->mu);
-    n_gen = j->n_gen;
-    pthread_mutex_unlock(&j->mu);
-    int32_t tok;
-    if (j->g.schema) {
-        int by_len = j->g.max_tokens - n_gen, by_ctx = s->p.n_ctx - llm170_seq_len(s->ctx, i) + 1;
-        tok = pick_constrained(s, sl, l, by_len < by_ctx ? by_len : by_ctx);
-        if (tok < 0) {
-            slot_end(s, i, SRV_FIN_ERROR, -1, "no token of the vocabulary can continue the JSON");
-            return;
-        }
-        srv_jc_feed(&sl->jc, s->vocab->blob + s->vocab->off[tok], s->vocab->len[tok]);
-    } else {
-        tok = llm170_sample(sl->smp, l);
-    }
-    llm170_sampler_accept(sl->smp, tok);
-    if (!sl->first_token_seen) {
-        sl->first_token_seen = true;
-        srv_metrics_ttft(s->mt, now_s() - j->t_submit);
-    }
-    pthread_mutex_lock(&s->mt->mu);
-    s->mt->gen_tokens++;
-    pthread_mutex_unlock(&s->mt->mu);
-    const char *out;
-    size_t n = 0;
-    if (!j->g.ignore_eos && llm170_token_is_eog(s->m, tok)) {
-        llm170_detok_flush(sl->detok, &out, &n);
-        if (!slot_text(s, i, out, n, NULL, n_gen, true)) slot_end(s, i, SRV_FIN_EOG, -1, NULL);
-        return;
-    }
-    n_gen++;
-    srv_lp lp;
-    if (j->g.n_probs >= 0) fill_logprobs(l, s->n_vocab, tok, j->g.n_probs, &lp);
-    if (llm170_detok_push(sl->detok, tok, &out, &n)) n = 0;
-    bool at_end = n_gen >= j->g.max_tokens || llm170_seq_len(s->ctx, i) + 1 > s->p.n_ctx;
-    if (at_end) {
-        /* the last token's bytes, then whatever the detokenizer still holds */
-        if (slot_text(s, i, out, n, j->g.n_probs >= 0 ? &lp : NULL, n_gen, false)) return;
-        llm170_detok_flush(sl->detok, &out, &n);
-        bool closed = j->g.schema && srv_jc_done(&sl->jc); /* the JSON closed on the last token: a whole reply */
-        if (!slot_text(s, i, out, n, NULL, n_gen, true)) slot_end(s, i, closed ? SRV_FIN_EOG : SRV_FIN_LENGTH, -1, NULL);
-        return;
-    }
-    if (slot_text(s, i, out, n, j->g.n_probs >= 0 ? &lp : NULL, n_gen, false)) return;
-    if (j->g.schema && srv_jc_done(&sl->jc)) { /* the JSON value is closed: the reply is complete */
-        llm170_detok_flush(sl->detok, &out, &n);
-        if (!slot_text(s, i, out, n, NULL, n_gen, true)) slot_end(s, i, SRV_FIN_EOG, -1, NULL);
-        return;
-    }
-    sl->pending = tok;
-}
 
 /* ---- the thread ---- */
 
@@ -428,7 +276,7 @@ static void step(srv_sched *s, srv_plan_slot *plan, int *take, llm170_seq_batch 
     int n = s->p.n_slots;
     /* cancellations first: a gone client's slot is freed before anything is decoded for it */
     for (int i = 0; i < n; i++)
-        if (s->slots[i].job && atomic_load(&s->slots[i].job->cancel)) slot_end(s, i, SRV_FIN_CANCELLED, -1, NULL);
+        if (s->slots[i].job && atomic_load(&s->slots[i].job->cancel)) srv_slot_end(s, i, SRV_FIN_CANCELLED, -1, NULL);
     int started[256], n_started;
     pthread_mutex_lock(&s->mu);
     n_started = admit_locked(s, started);
@@ -438,29 +286,48 @@ static void step(srv_sched *s, srv_plan_slot *plan, int *take, llm170_seq_batch 
         s->mt->slots_busy++;
         s->mt->queue_len--;
         pthread_mutex_unlock(&s->mt->mu);
-        if (slot_start(s, started[k])) slot_end(s, started[k], SRV_FIN_ERROR, -1, llm170_last_error());
+        if (slot_start(s, started[k])) srv_slot_end(s, started[k], SRV_FIN_ERROR, -1, llm170_last_error());
     }
+    /* the generating slots' spans first: drafts take what the budget leaves beside one token per slot, and
+     * are priced beside the other slots' rows (those proposed this step, else their last step's span) */
+    int left = s->p.n_batch, n_gen = 0, rows_est = 0;
     for (int i = 0; i < n; i++) {
         slot *sl = &s->slots[i];
         if (sl->job && sl->pending < 0 && sl->n_done >= sl->job->n_prompt - 1) sl->pending = sl->job->prompt[sl->n_done];
+        if (!sl->job || sl->pending < 0) continue;
+        if (sl->n_span < 1) sl->n_span = 1;
+        n_gen++, left--, rows_est += sl->n_span;
+    }
+    for (int i = 0; i < n; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->job && sl->pending >= 0) {
+            rows_est -= sl->n_span;
+            if (slot_span(s, i, &left, rows_est, n_gen)) sl->pending = -1; /* failed: ended */
+            else rows_est += sl->n_span;
+        }
         plan[i] = (srv_plan_slot){sl->job && sl->pending >= 0, sl->job && sl->pending < 0 ? sl->job->n_prompt - 1 - sl->n_done : 0,
-                                  sl->job ? sl->job->order : 0};
+                                  sl->job ? sl->job->order : 0, sl->job && sl->pending >= 0 ? sl->n_span : 0};
     }
     int total = srv_plan_step(plan, n, s->p.n_batch, s->p.prefill_chunk, take);
     if (total == 0) return;
-    /* the batch in srv_plan_order's order: the generating slots' tokens side by side, then the prompt pieces */
+    /* the batch in srv_plan_order's order: the generating slots' spans side by side, then the prompt pieces */
     for (int i = 0; i < n; i++) s->slots[i].row = -1;
-    int nb = srv_plan_order(take, n, bslot);
+    int nb = srv_plan_order(take, n, bslot), rows = 0;
+    bool prefill = false;
     for (int b = 0; b < nb; b++) {
         int i = bslot[b];
         slot *sl = &s->slots[i];
-        const int32_t *t = plan[i].generating ? &sl->pending : sl->job->prompt + sl->n_done;
-        batch[b] = (llm170_seq_batch){i, take[i], t, false};
-        if (plan[i].generating) sl->row = b; /* one logits row per span, in batch order */
+        const bool gen = plan[i].generating, all = gen && sl->n_draft > 0;
+        batch[b] = (llm170_seq_batch){i, take[i], gen ? sl->span : sl->job->prompt + sl->n_done, all};
+        /* rows in batch order: every row of a span with drafts, else its last; the pending token's row */
+        if (gen) sl->row = all ? rows + sl->n_span - sl->n_draft - 1 : rows;
+        rows += all ? take[i] : 1;
+        prefill |= !gen;
     }
-    double t0 = now_s();
+    double t0 = srv_now();
     int rc = llm170_decode(s->ctx, batch, nb);
-    double dt = now_s() - t0;
+    double dt = srv_now() - t0;
+    if (!prefill) srv_step_cost_add(&s->cost, total, dt);
     pthread_mutex_lock(&s->mt->mu);
     s->mt->steps++;
     s->mt->decode_seconds += dt;
@@ -469,7 +336,7 @@ static void step(srv_sched *s, srv_plan_slot *plan, int *take, llm170_seq_batch 
     if (rc) {
         char msg[256];
         snprintf(msg, sizeof msg, "decode failed: %s", llm170_last_error());
-        for (int b = 0; b < nb; b++) slot_end(s, bslot[b], SRV_FIN_ERROR, -1, msg);
+        for (int b = 0; b < nb; b++) srv_slot_end(s, bslot[b], SRV_FIN_ERROR, -1, msg);
         return;
     }
     for (int b = 0; b < nb; b++) {
@@ -484,7 +351,8 @@ static void step(srv_sched *s, srv_plan_slot *plan, int *take, llm170_seq_batch 
                 sl->ckpt_pos = sl->n_done;
         } else {
             if (sl->n_done < sl->job->n_prompt) sl->n_done++;
-            slot_generate(s, i);
+            /* a step that also prefilled says nothing about what a span costs */
+            srv_slot_round(s, i, prefill ? 0 : dt);
         }
     }
 }
@@ -509,7 +377,7 @@ static void *sched_main(void *arg) {
         if (plan && take && bslot && batch) step(s, plan, take, batch, bslot);
     }
     for (int i = 0; i < n; i++)
-        if (s->slots[i].job) slot_end(s, i, SRV_FIN_CANCELLED, -1, NULL);
+        if (s->slots[i].job) srv_slot_end(s, i, SRV_FIN_CANCELLED, -1, NULL);
     pthread_mutex_lock(&s->mu);
     while (s->q_len > 0) {
         srv_job *j = s->queue[s->q_head];
@@ -525,7 +393,8 @@ static void *sched_main(void *arg) {
 
 int srv_sched_new(llm170_model *m, llm170_context *ctx, const srv_sched_params *p, srv_metrics *mt, srv_sched **out) {
     *out = NULL;
-    if (p->n_slots < 1 || p->n_slots > 256 || p->queue_cap < 1 || p->n_batch < 1) return -1;
+    if (p->n_slots < 1 || p->n_slots > 256 || p->queue_cap < 1 || p->n_batch < 1 || p->spec.type == LLM170_SPEC_MTP)
+        return -1;
     srv_sched *s = calloc(1, sizeof *s);
     if (!s) return -1;
     s->m = m;
@@ -537,22 +406,29 @@ int srv_sched_new(llm170_model *m, llm170_context *ctx, const srv_sched_params *
     s->recurrent = s->ckpt_size > 16; /* more than the checkpoint header: the model has GDN state */
     s->queue = calloc((size_t)p->queue_cap, sizeof *s->queue);
     s->slots = calloc((size_t)p->n_slots, sizeof *s->slots);
-    bool ok = s->queue && s->slots;
+    s->cost.n = p->n_slots * LLM170_SPEC_MAX_SPAN + 1;
+    s->cost.t = calloc((size_t)s->cost.n, sizeof *s->cost.t);
+    bool ok = s->queue && s->slots && s->cost.t;
     for (int i = 0; ok && i < p->n_slots; i++) {
         s->slots[i].ckpt_pos = -1;
         ok = (s->slots[i].cache = malloc(sizeof(int32_t) * (size_t)p->n_ctx)) != NULL;
         if (ok && s->recurrent) ok = (s->slots[i].ckpt = malloc(s->ckpt_size)) != NULL;
     }
+    int rc = ok ? 0 : -1;
+    for (int i = 0; !rc && p->spec.type != LLM170_SPEC_NONE && i < p->n_slots; i++)
+        if (llm170_spec_new(ctx, i, &p->spec, &s->slots[i].spec)) rc = SRV_SCHED_ESPEC;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    if (!ok || pthread_create(&s->thread, NULL, sched_main, s) != 0) {
-        for (int i = 0; s->slots && i < p->n_slots; i++) free(s->slots[i].cache), free(s->slots[i].ckpt);
+    if (rc || pthread_create(&s->thread, NULL, sched_main, s) != 0) {
+        for (int i = 0; s->slots && i < p->n_slots; i++)
+            free(s->slots[i].cache), free(s->slots[i].ckpt), llm170_spec_free(s->slots[i].spec);
         free(s->slots);
         free(s->queue);
+        free(s->cost.t);
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv);
         free(s);
-        return -1;
+        return rc ? rc : -1;
     }
     *out = s;
     return 0;
@@ -575,8 +451,10 @@ void srv_sched_free(srv_sched *s) {
     for (int i = 0; i < s->p.n_slots; i++) {
         slot *sl = &s->slots[i];
         free(sl->cache), free(sl->ckpt), free(sl->allowed), free(sl->masked);
+        llm170_spec_free(sl->spec);
     }
     srv_jc_vocab_free(s->vocab);
+    free(s->cost.t);
     free(s->slots);
     free(s->queue);
     pthread_mutex_destroy(&s->mu);
@@ -592,7 +470,7 @@ int srv_sched_submit(srv_sched *s, srv_job *j) {
     }
     atomic_fetch_add(&j->refs, 1);
     j->order = s->next_order++;
-    j->t_submit = now_s();
+    j->t_submit = srv_now();
     s->queue[(s->q_head + s->q_len) % s->p.queue_cap] = j;
     s->q_len++;
     pthread_cond_signal(&s->cv);

@@ -20,6 +20,21 @@
  * and the token drawn again (jsonc.h says why this is exact for greedy and plain temperature sampling).
  * Output: text comes out of the streaming detokenizer (whole UTF-8 characters only) and is held back
  * while it could be the start of a stop string, so no part of a stop string is ever emitted.
+ * Speculative decoding (srv_sched_params.spec, `serve --spec ngram|draft`): each slot has an llm170_spec
+ * generator on its sequence. A generating slot's share of the step is then the span that generator
+ * proposes: its pending token and 0..k drafts (k its own adaptive choice, within the step's budget and the
+ * job's max_tokens), logits for every row; after the pass the slot picks a token from each row in turn,
+ * exactly as it picks one token without speculation (the same sampler draw, the same constrained masking,
+ * logprobs, stop strings and limits per token), going on while the pick equals the next draft, and commits
+ * the round (rejected drafts cut from the KV cache; a recurrent model's state restored to its checkpoint
+ * and the kept tokens decoded again in the slot's next span). So a constrained slot speculates too: its
+ * automaton only ever sees emitted tokens, each drawn through the mask as without speculation, and a
+ * draft the masked draw does not give is simply rejected. The output is the one plain decoding gives.
+ * k is each slot's own (llm170_spec's cost model): its acceptance rate against what its drafts cost the
+ * step (srv_spec_costs: decode-only step times by rows, a token's price the step's time over its tokens,
+ * k drafts the time k more rows add, which every token of the step waits for), so a slot whose drafts are
+ * not kept stops drafting by itself while the others go on, and drafts beside many streams must be kept
+ * more often to pay than drafts of a lone stream.
  *
  * Ownership: srv_sched_submit takes a job reference; the submitter keeps its own and drops it with
  * srv_job_release. A job is freed when both references are gone. */
@@ -104,9 +119,13 @@ typedef struct srv_sched_params {
     int n_batch;    /* per-step token budget */
     int queue_cap;  /* jobs waiting for a slot before 429 */
     int prefill_chunk; /* prompt tokens a step takes while slots are generating (<= 0: up to n_batch) */
+    llm170_spec_params spec; /* type LLM170_SPEC_NONE: no speculation; not LLM170_SPEC_MTP */
 } srv_sched_params;
 
-/* Starts the scheduler thread on ctx (which it then owns until srv_sched_free; the caller frees ctx after). */
+/* Starts the scheduler thread on ctx (which it then owns until srv_sched_free; the caller frees ctx after).
+ * Returns 0, -1 (out of memory, bad parameters), or SRV_SCHED_ESPEC: a slot's speculative generator could
+ * not be made (llm170_last_error() says why, e.g. a draft model of another vocabulary). */
+#define SRV_SCHED_ESPEC (-2)
 int srv_sched_new(llm170_model *m, llm170_context *ctx, const srv_sched_params *p, srv_metrics *mt, srv_sched **out);
 /* Stops the thread: running and queued jobs end as cancelled, later submits fail. The scheduler stays
  * valid (HTTP threads may still hold it) until srv_sched_free, which stops it first if needed. */
@@ -119,12 +138,13 @@ int srv_sched_submit(srv_sched *s, srv_job *j);
 
 /* One slot as the step planner sees it. */
 typedef struct srv_plan_slot {
-    bool generating;   /* decodes one token this step */
+    bool generating;   /* decodes its span this step */
     int prefill_left;  /* prompt tokens still to prefill (before the last one) */
     uint64_t order;    /* arrival order of its job: earlier jobs prefill first */
+    int span;          /* a generating slot's tokens: its pending token, drafts, tokens a rollback left (0: 1) */
 } srv_plan_slot;
 
-/* Fills take[i] (tokens slot i decodes this step): 1 per generating slot, then prefill chunks in arrival
+/* Fills take[i] (tokens slot i decodes this step): its span per generating slot, then prefill chunks in arrival
  * order within what is left of budget, and at most `chunk` prefill tokens while any slot is generating
  * (chunk <= 0: no such cap), so that a new prompt delays the running streams by a chunk's time, not a
  * whole prompt's. A prompt longer than the step's cap is cut into even pieces (as few steps as the cap
@@ -132,7 +152,8 @@ typedef struct srv_plan_slot {
  * slots generate under a cap of >= 2 * SRV_PLAN_MIN_PIECE, a piece that does not finish its prompt is at
  * least SRV_PLAN_MIN_PIECE tokens, else that prompt waits for the next step (a shorter one would run row
  * by row on the CPU, several times a full piece's cost per token). A generating slot always gets its
- * token, even past the budget, so decoding never starves. Returns the total. */
+ * span, even past the budget, so decoding never starves (the scheduler sizes drafts to what the budget
+ * leaves). Returns the total. */
 #define SRV_PLAN_MIN_PIECE 16
 int srv_plan_step(const srv_plan_slot *s, int n, int budget, int chunk, int *take);
 
@@ -151,6 +172,26 @@ enum srv_reuse { SRV_REUSE_NONE, SRV_REUSE_KEEP, SRV_REUSE_TRUNCATE, SRV_REUSE_R
  * tokens, or -1) can skip, and how (*how); always leaves at least one prompt token to decode. */
 int srv_prefix_reuse(const int32_t *cache, int n_cache, int ckpt_pos, bool recurrent, const int32_t *prompt,
                      int n_prompt, int *how);
+
+/* Step times by the rows a step decodes, for speculation's costs (decode-only steps: a step that also
+ * prefills is not measured). t[R]: a moving average of the seconds of steps of R rows, 0 = not measured. */
+typedef struct srv_step_cost {
+    double *t;
+    int n;     /* rows 0..n-1 */
+} srv_step_cost;
+
+void srv_step_cost_add(srv_step_cost *c, int rows, double seconds);
+/* A step of R rows: measured, else interpolated between the nearest measured, else from the largest
+ * measured below, R_m, plus 10% of it per R_m more rows (optimistic, so longer steps get tried and then
+ * measured), else the smallest measured above; -1 if nothing is measured. */
+double srv_step_cost_at(const srv_step_cost *c, int rows);
+/* A speculating slot's round costs (llm170_spec_propose's costs) beside `others` rows of the other slots in
+ * a step that emits about `tokens` tokens: costs[0] = t(others + 1) / tokens (the step's time per token) and
+ * costs[k] = costs[0] + t(others + 1 + k) - t(others + 1) (the time k drafts add to the step, which every
+ * token of it waits for). So drafts pay where (tokens - 1 + kept + 1) / t(others + 1 + k) beats
+ * tokens / t(others + 1): the step's throughput, not the slot's alone. One slot alone: t(1) and t(1 + k), as
+ * llm170_spec_next weighs them. Returns false (costs unset) while nothing is measured. */
+bool srv_spec_costs(const srv_step_cost *c, int others, int tokens, int kmax, double *costs);
 
 /* Stop strings over generated text[0..len) of which [0..emitted) is out: returns the length that may be
  * emitted now. *hit = index of the earliest stop string found (the text ends before it), else -1. */

@@ -1,5 +1,5 @@
 /* srv sched plan: the scheduler's decisions that need no model (see sched.h): the step's token plan,
- * prefix reuse and stop-string holdback. */
+ * speculation's step costs, prefix reuse and stop-string holdback. */
 #include <string.h>
 
 #include "server/sched.h"
@@ -7,7 +7,7 @@
 int srv_plan_step(const srv_plan_slot *s, int n, int budget, int chunk, int *take) {
     int total = 0;
     for (int i = 0; i < n; i++) {
-        take[i] = s[i].generating ? 1 : 0;
+        take[i] = s[i].generating ? (s[i].span > 1 ? s[i].span : 1) : 0;
         total += take[i];
     }
     int left = budget - total;
@@ -51,6 +51,34 @@ int srv_plan_order(const int *take, int n, int *order) {
         order[k] = i;
     }
     return nb;
+}
+
+void srv_step_cost_add(srv_step_cost *c, int rows, double seconds) {
+    if (rows < 1 || rows >= c->n || seconds <= 0) return;
+    double *t = &c->t[rows];
+    *t = *t > 0 ? 0.75 * *t + 0.25 * seconds : seconds; /* moving average: the machine's load drifts */
+}
+
+double srv_step_cost_at(const srv_step_cost *c, int rows) {
+    if (rows >= 1 && rows < c->n && c->t[rows] > 0) return c->t[rows];
+    int lo = rows - 1, hi = rows + 1;
+    while (lo >= 1 && (lo >= c->n || c->t[lo] <= 0)) lo--;
+    while (hi < c->n && c->t[hi] <= 0) hi++;
+    if (lo >= 1 && hi < c->n) return c->t[lo] + (c->t[hi] - c->t[lo]) * (rows - lo) / (hi - lo);
+    if (lo >= 1) return c->t[lo] * (1.0 + 0.1 * (rows - lo) / lo);
+    if (hi < c->n) return c->t[hi];
+    return -1;
+}
+
+bool srv_spec_costs(const srv_step_cost *c, int others, int tokens, int kmax, double *costs) {
+    const double base = srv_step_cost_at(c, others + 1);
+    if (base <= 0) return false;
+    costs[0] = base / (tokens > 1 ? tokens : 1);
+    for (int k = 1; k <= kmax; k++) {
+        double more = srv_step_cost_at(c, others + 1 + k) - base;
+        costs[k] = costs[0] + (more > 0 ? more : 0); /* measurements are noisy: never cheaper than no drafts */
+    }
+    return true;
 }
 
 int srv_prefix_reuse(const int32_t *cache, int n_cache, int ckpt_pos, bool recurrent, const int32_t *prompt,

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "llm170.h"
+
 typedef struct srv_config {
     const char *model_path;
     const char *alias;      /* model id reported and accepted; NULL: the file's base name */
@@ -27,6 +29,8 @@ typedef struct srv_config {
     int max_conns;          /* connections served at once (and connections in their header prelude) */
     int cache_type_k, cache_type_v; /* enum llm170_cache_type (-ctk / -ctv); 0: the device's default */
     bool strict_model;      /* refuse (404) a 'model' other than the served one; else any name is taken */
+    llm170_spec_params spec; /* speculative decoding per slot (--spec ngram|draft; the draft model loaded by
+                                the caller, which frees it after srv_serve); type LLM170_SPEC_NONE: none */
 } srv_config;
 
 /* Returns the process exit status (0 after a clean shutdown, 1 if the server could not start). */

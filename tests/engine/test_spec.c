@@ -197,6 +197,80 @@ static void state_exact(llm170_model *m, llm170_spec_params p) {
     llm170_context_free(cp);
 }
 
+/* Caller-driven rounds (llm170_spec_begin / _propose / _commit, as llm170 serve drives them): the caller
+ * prefills, decodes each span itself and picks from its rows; rollbacks on qwen35 leave the kept tokens owed
+ * to the next span. Tokens equal plain decoding (greedy and sampled), and the state after the owed tokens are
+ * decoded is bit-identical to decoding every token one by one. */
+static void driven_exact(const char *what, llm170_model *m, float temp) {
+    int32_t prompt[PROMPT_MAX], want[N_GEN], got[N_GEN], all[PROMPT_MAX + N_GEN];
+    const int n = make_prompt(3, llm170_model_n_vocab(m), prompt), V = llm170_model_n_vocab(m);
+    plain(m, prompt, n, temp, 9, want);
+    llm170_spec_params p = llm170_spec_default_params();
+    p.type = LLM170_SPEC_NGRAM, p.draft_max = 5, p.adaptive = false;
+    llm170_context *c = context(m);
+    llm170_sampler *smp = sampler(m, temp, 9);
+    llm170_spec *sp = NULL;
+    CHECKF(llm170_spec_new(c, 0, &p, &sp) == 0, "spec_new: %s", llm170_last_error());
+    spec_set_drafter(sp, oracle_new(want, n, V, 77));
+    llm170_seq_batch b = {0, n - 1, prompt, false};
+    CHECK(llm170_decode(c, &b, 1) == 0);
+    CHECKF(llm170_spec_begin(sp, prompt, n) == 0, "begin: %s", llm170_last_error());
+    int owed_max = 1, rounds = 0, kept = 0;
+    for (int g = 0; g < N_GEN;) {
+        int32_t span[LLM170_SPEC_MAX_SPAN];
+        int nd, ns = llm170_spec_propose(sp, N_GEN - g - 1, NULL, span, &nd);
+        CHECKF(ns >= 1, "propose: %s", llm170_last_error());
+        if (ns < 1) break;
+        if (ns - nd > owed_max) owed_max = ns - nd;
+        b = (llm170_seq_batch){0, ns, span, nd > 0};
+        CHECK(llm170_decode(c, &b, 1) == 0);
+        /* from the pending token's row on, while the pick equals the next draft (kmax keeps np <= N_GEN - g) */
+        const int row0 = nd > 0 ? ns - nd - 1 : 0;
+        int np = 0;
+        for (;;) {
+            int32_t x = llm170_sample(smp, llm170_logits(c, row0 + np));
+            llm170_sampler_accept(smp, x);
+            got[g + np++] = x;
+            if (np <= nd && x == span[ns - nd + np - 1]) continue;
+            break;
+        }
+        rounds += nd > 0, kept += np - 1;
+        CHECKF(llm170_spec_commit(sp, got + g, np, 0.001) == 0, "commit: %s", llm170_last_error());
+        g += np;
+    }
+    CHECKF(!memcmp(want, got, sizeof want), "%s: driven rounds differ from plain decoding", what);
+    /* decode what the sequence still owes (but the last, pending token): then it must hold plain's state */
+    memcpy(all, prompt, sizeof(int32_t) * (size_t)n);
+    memcpy(all + n, got, sizeof want);
+    const int held = llm170_seq_len(c, 0);
+    if (held < n + N_GEN - 1) {
+        b = (llm170_seq_batch){0, n + N_GEN - 1 - held, all + held, false};
+        CHECK(llm170_decode(c, &b, 1) == 0);
+    }
+    /* the reference: the same prefill, then one token a pass (as the server without speculation) */
+    llm170_context *cp = context(m);
+    b = (llm170_seq_batch){0, n - 1, all, false};
+    CHECK(llm170_decode(cp, &b, 1) == 0);
+    for (int t = n - 1; t < n + N_GEN - 1; t++) {
+        b = (llm170_seq_batch){0, 1, all + t, false};
+        CHECK(llm170_decode(cp, &b, 1) == 0);
+    }
+    CHECK(llm170_seq_len(c, 0) == llm170_seq_len(cp, 0));
+    size_t sz = llm170_seq_state_size(c);
+    char *x = malloc(sz), *y = malloc(sz);
+    CHECK(llm170_seq_save_state(c, 0, x, sz) == 0 && llm170_seq_save_state(cp, 0, y, sz) == 0);
+    /* past the 16-byte header (lengths): the recurrent state, float for float */
+    CHECKF(!memcmp(x + 16, y + 16, sz - 16), "%s: state after driven rounds differs from decoding the tokens", what);
+    printf("%s: %d driven rounds (%d drafts kept, up to %d tokens owed to a span): tokens and state as plain\n", what,
+           rounds, kept, owed_max);
+    CHECKF(rounds > 0 && kept > 0, "%s: no drafts kept", what);
+    free(x), free(y);
+    llm170_spec_free(sp);
+    llm170_sampler_free(smp);
+    llm170_context_free(cp);
+    llm170_context_free(c);
+}
+
 /* Drafts that are never kept: adaptive k turns speculation off after a few rounds (re-probing rarely). */
 static void adaptive_off(llm170_model *m, llm170_model *other) {
     int32_t prompt[PROMPT_MAX], got[N_GEN];
@@ -235,6 +309,9 @@ int main(void) {
     p.type = LLM170_SPEC_MTP;
     exact("qwen35 mtp", qwen, p, &s_qwen, false, 3);
     state_exact(qwen, p);
+    driven_exact("qwen35 driven, greedy", qwen, 0);
+    driven_exact("qwen35 driven, sampled", qwen, 0.9f);
+    driven_exact("llama driven, greedy", llama, 0);
     adaptive_off(llama, other);
 
     /* errors */

@@ -12,13 +12,14 @@ fail() { echo "FAIL: $*" >&2; for l in "$dir"/*.log; do [ -f "$l" ] && tail -20 
 synth_model() { "$bin" synth --preset tiny-qwen35 --out "$dir/m.gguf" --type q8_0 >/dev/null 2>&1 || fail "synth"; }
 
 # start_server LOG ARGS...: starts a server on a free port, waits until it is ready, sets $port and $pid
+# (the model: $model if set, else $dir/m.gguf)
 start_server() {
   local log=$1; shift
-  "$bin" serve --model "$dir/m.gguf" --port 0 --alias tiny "$@" 2>"$log" &
+  "$bin" serve --model "${model:-$dir/m.gguf}" --port 0 --alias tiny "$@" 2>"$log" &
   pid=$!
   pids+=($pid)
   for _ in $(seq 1 600); do
-    grep -q "ready:" "$log" && break
+    grep -qs "ready:" "$log" && break
     kill -0 "$pid" 2>/dev/null || fail "server exited: $(cat "$log")"
     sleep 0.05
   done

@@ -1,6 +1,7 @@
 /* The server's model-free pieces: request parsing (the bad-request table: every malformed body gets a 400
  * naming the field, never a crash), the step planner (continuous batching within a token budget), prefix
  * reuse decisions and stop-string holdback. The HTTP end to end is tests/server/cli_server.sh. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,25 +83,31 @@ static void check_parse(void) {
 
 static void check_plan(void) {
     /* two generating slots, three prefilling ones (arrival order 5, 2, 9), budget 10 */
-    srv_plan_slot s[5] = {{true, 0, 1}, {false, 6, 5}, {false, 4, 2}, {true, 0, 3}, {false, 30, 9}};
+    srv_plan_slot s[5] = {{true, 0, 1, 1}, {false, 6, 5, 0}, {false, 4, 2, 0}, {true, 0, 3, 1}, {false, 30, 9, 0}};
     int take[5];
     int total = srv_plan_step(s, 5, 10, 0, take);
     CHECKF(total == 10 && take[0] == 1 && take[3] == 1, "total %d", total);
     CHECKF(take[2] == 4 && take[1] == 4 && take[4] == 0, "oldest prefill first: %d %d %d", take[2], take[1], take[4]);
     /* decoding never starves, even with a budget smaller than the generating slots */
-    srv_plan_slot g[3] = {{true, 0, 0}, {true, 0, 1}, {false, 8, 2}};
+    srv_plan_slot g[3] = {{true, 0, 0, 1}, {true, 0, 1, 1}, {false, 8, 2, 0}};
     total = srv_plan_step(g, 3, 1, 0, take);
     CHECK(total == 2 && take[0] == 1 && take[1] == 1 && take[2] == 0);
-    srv_plan_slot idle[2] = {{false, 0, 0}, {false, 0, 1}};
+    srv_plan_slot idle[2] = {{false, 0, 0, 0}, {false, 0, 1, 0}};
     CHECK(srv_plan_step(idle, 2, 64, 0, take) == 0);
     /* a prefill chunk of 5 while slots generate: the oldest prompt takes 4, the next 1, the third none */
     total = srv_plan_step(s, 5, 10, 5, take);
     CHECKF(total == 7 && take[0] == 1 && take[3] == 1, "chunk: total %d", total);
     CHECKF(take[2] == 4 && take[1] == 1 && take[4] == 0, "chunk: %d %d %d", take[2], take[1], take[4]);
     /* no slot generating: the chunk does not apply, the whole budget prefills */
-    srv_plan_slot p[2] = {{false, 30, 1}, {false, 30, 2}};
+    srv_plan_slot p[2] = {{false, 30, 1, 0}, {false, 30, 2, 0}};
     total = srv_plan_step(p, 2, 40, 5, take);
     CHECKF(total == 40 && take[0] == 30 && take[1] == 10, "no decode: total %d (%d %d)", total, take[0], take[1]);
+    /* speculating slots: their spans (pending token + drafts) count against the budget, prefill gets the rest
+       (14 tokens: the 30-token prompt goes in even pieces of 10) */
+    srv_plan_slot sp[3] = {{true, 0, 0, 5}, {true, 0, 1, 1}, {false, 30, 2, 0}};
+    total = srv_plan_step(sp, 3, 20, 0, take);
+    CHECKF(total == 16 && take[0] == 5 && take[1] == 1 && take[2] == 10, "spans: total %d (%d %d %d)", total, take[0],
+           take[1], take[2]);
 }
 
 /* The step planner's even pieces and its rule against slivers (the ITL tail of `llm170 serve` at 8 clients:
@@ -108,7 +115,7 @@ static void check_plan(void) {
 static void check_plan_pieces(void) {
     int take[3];
     /* a 255-token prompt under a cap of 96 beside a running stream: 85 + 85 + 85, not 96 + 96 + 63 */
-    srv_plan_slot a[2] = {{true, 0, 0}, {false, 255, 1}};
+    srv_plan_slot a[2] = {{true, 0, 0, 1}, {false, 255, 1, 0}};
     int total = srv_plan_step(a, 2, 512, 96, take);
     CHECKF(total == 86 && take[1] == 85, "even pieces: %d", take[1]);
     a[1].prefill_left = 170;
@@ -119,7 +126,7 @@ static void check_plan_pieces(void) {
     a[1].prefill_left = 96;
     CHECKF(srv_plan_step(a, 2, 512, 96, take) == 97 && take[1] == 96, "whole: %d", take[1]);
     /* the 11 tokens the first piece leaves are no sliver of the next prompt: it waits for its own step */
-    srv_plan_slot b[3] = {{true, 0, 0}, {false, 255, 1}, {false, 255, 2}};
+    srv_plan_slot b[3] = {{true, 0, 0, 1}, {false, 255, 1, 0}, {false, 255, 2, 0}};
     total = srv_plan_step(b, 3, 512, 96, take);
     CHECKF(total == 86 && take[1] == 85 && take[2] == 0, "no sliver: %d %d", take[1], take[2]);
     /* ... but a prompt those tokens finish takes them */
@@ -127,7 +134,7 @@ static void check_plan_pieces(void) {
     total = srv_plan_step(b, 3, 512, 96, take);
     CHECKF(total == 97 && take[1] == 85 && take[2] == 11, "finishing piece: %d %d", take[1], take[2]);
     /* with no stream running the budget is filled, short piece or not */
-    srv_plan_slot c[2] = {{false, 500, 1}, {false, 255, 2}};
+    srv_plan_slot c[2] = {{false, 500, 1, 0}, {false, 255, 2, 0}};
     total = srv_plan_step(c, 2, 512, 96, take);
     CHECKF(total == 512 && take[0] == 500 && take[1] == 12, "no decode: %d %d", take[0], take[1]);
     /* the batch order: the decode rows side by side before the prompt pieces, slot order among equals */
@@ -136,6 +143,31 @@ static void check_plan_pieces(void) {
     CHECKF(nb == 7 && order[0] == 0 && order[1] == 1 && order[2] == 2 && order[3] == 5 && order[4] == 6 &&
                order[5] == 7 && order[6] == 3,
            "order: %d %d %d %d %d %d %d", order[0], order[1], order[2], order[3], order[4], order[5], order[6]);
+}
+
+/* Speculation's step costs: interpolation, the optimistic guess above the longest measured step, and the
+ * per-token price of a step shared by several slots. */
+static void check_step_costs(void) {
+    double t[40] = {0}, costs[5];
+    srv_step_cost c = {t, 40};
+    CHECK(srv_step_cost_at(&c, 4) < 0 && !srv_spec_costs(&c, 0, 1, 4, costs));
+    srv_step_cost_add(&c, 4, 0.040);
+    srv_step_cost_add(&c, 12, 0.080);
+    CHECK(srv_step_cost_at(&c, 2) == 0.040);                        /* below: the smallest measured */
+    CHECKF(fabs(srv_step_cost_at(&c, 8) - 0.060) < 1e-12, "interpolated: %g", srv_step_cost_at(&c, 8));
+    CHECKF(fabs(srv_step_cost_at(&c, 24) - 0.088) < 1e-12, "extrapolated: %g", srv_step_cost_at(&c, 24)); /* +10% per 12 rows */
+    srv_step_cost_add(&c, 4, 0.080); /* a moving average */
+    CHECKF(fabs(srv_step_cost_at(&c, 4) - 0.050) < 1e-12, "average: %g", srv_step_cost_at(&c, 4));
+    /* 4 slots, 3 others' rows: a token costs t(4) / 4, k drafts add t(4 + k) - t(4) */
+    CHECK(srv_spec_costs(&c, 3, 4, 4, costs));
+    CHECKF(fabs(costs[0] - 0.0125) < 1e-12 && fabs(costs[4] - (0.0125 + 0.065 - 0.050)) < 1e-12, "costs %g %g",
+           costs[0], costs[4]);
+    /* one slot alone: t(1) and t(1 + k) */
+    double u[8] = {0};
+    srv_step_cost d = {u, 8};
+    srv_step_cost_add(&d, 1, 0.020);
+    srv_step_cost_add(&d, 3, 0.030);
+    CHECK(srv_spec_costs(&d, 0, 1, 2, costs) && costs[0] == 0.020 && fabs(costs[2] - 0.030) < 1e-12);
 }
 
 static void check_reuse(void) {
@@ -172,6 +204,7 @@ int main(void) {
     check_parse();
     check_plan();
     check_plan_pieces();
+    check_step_costs();
     check_reuse();
     check_stop();
     return check_report("test_server_parse");
