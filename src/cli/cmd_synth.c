@@ -9,7 +9,10 @@
 #include "synth/synth.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: llm170 synth --preset NAME --out FILE.gguf [--type f32|f16|q8_0|q4_0|q4_k_m] [--seed N]\n"
+    fprintf(f, "usage: llm170 synth --preset NAME --out FILE.gguf [--type f32|f16|q8_0|q4_0|q4_k_m|q2_k|iq2_xxs|iq1_s]\n"
+               "                    [--tensor-type NAME=TYPE]... [--seed N]\n"
+               "  --tensor-type: as llama-quantize's, for the quantized mixes past q8_0: quantizable tensors whose\n"
+               "                 name contains NAME get TYPE (a ggml block type, e.g. q1_0); the first match wins\n"
                "       llm170 synth --list\n");
 }
 
@@ -58,6 +61,7 @@ int cmd_synth(int argc, char **argv) {
     const char *preset = NULL, *out = NULL, *type = "q4_k_m";
     unsigned long long seed = 1;
     bool list = false;
+    synth_quant q = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
@@ -69,6 +73,17 @@ int cmd_synth(int argc, char **argv) {
             out = argv[++i];
         } else if (!strcmp(a, "--type") && has_val) {
             type = argv[++i];
+        } else if (!strcmp(a, "--tensor-type") && has_val) {
+            const char *v = argv[++i], *eq = strchr(v, '=');
+            const int t = eq ? qtype_from_name(eq + 1) : -1;
+            if (!eq || eq == v || (size_t)(eq - v) >= sizeof q.ov[0].name || t < 0 || qtype_get((uint32_t)t)->blck == 1 ||
+                q.n_ov == SYNTH_MAX_OVERRIDES) {
+                fprintf(stderr, "llm170 synth: --tensor-type expects NAME=TYPE with a block-quantized ggml type (at most "
+                                "%d of them), found '%s'\n", SYNTH_MAX_OVERRIDES, v);
+                return 2;
+            }
+            snprintf(q.ov[q.n_ov].name, sizeof q.ov[0].name, "%.*s", (int)(eq - v), v);
+            q.ov[q.n_ov++].type = (enum qtype)t;
         } else if (!strcmp(a, "--seed") && has_val) {
             char *end;
             seed = strtoull(argv[++i], &end, 0);
@@ -100,12 +115,19 @@ int cmd_synth(int argc, char **argv) {
     }
     int m = synth_mix_from_name(type);
     if (m < 0) {
-        fprintf(stderr, "llm170 synth: unknown --type '%s'; expected f32, f16, q8_0, q4_0 or q4_k_m\n", type);
+        fprintf(stderr, "llm170 synth: unknown --type '%s'; expected one of", type);
+        for (int i = 0; i < SYNTH_MIX_COUNT; i++) fprintf(stderr, " %s", synth_mix_name((enum synth_mix)i));
+        fprintf(stderr, "\n");
         return 2;
     }
+    if (q.n_ov && m <= SYNTH_MIX_Q8_0) {
+        fprintf(stderr, "llm170 synth: --tensor-type needs a llama-quantize mix (q4_0 and after), not %s\n", type);
+        return 2;
+    }
+    q.mix = (enum synth_mix)m;
     progress pr = {.t0 = timer_now()};
     err e = {0};
-    int rc = synth_write(p, (enum synth_mix)m, seed, out, on_progress, &pr, &e);
+    int rc = synth_write_with(p, &q, seed, out, on_progress, &pr, &e);
     if (pr.shown) fprintf(stderr, "\n");
     if (rc) {
         fprintf(stderr, "llm170 synth: %s\n", e.msg);

@@ -100,6 +100,11 @@ static const char *ftype_name(uint32_t ft) {
     case 16: return "Q5_K - Small";
     case 17: return "Q5_K - Medium";
     case 18: return "Q6_K";
+    case 19: return "IQ2_XXS - 2.0625 bpw";
+    case 20: return "IQ2_XS - 2.3125 bpw";
+    case 21: return "Q2_K - Small";
+    case 24: return "IQ1_S - 1.5625 bpw";
+    case 25: return "IQ4_NL - 4.5 bpw";
     case 30: return "IQ4_XS";
     case 32: return "BF16";
     default: return "?";

@@ -71,7 +71,12 @@ static int read_hparams(model *m, err *e) {
     if (gguf_find_kv(m->gguf, "qwen4exp.nextn_predict_layers")) {
         int nn = 0;
         if ((rc = model_get_u32(m, "nextn_predict_layers", &nn, e))) return rc;
-        if (nn) return err_set(e, ERR_UNSUPPORTED, "qwen4exp MTP blocks (nextn_predict_layers = %d) are not supported", nn);
+        /* refused, not guessed: docs/qwen4exp.md ("The MTP block") lists what was checked */
+        if (nn)
+            return err_set(e, ERR_UNSUPPORTED, "qwen4exp MTP blocks (nextn_predict_layers = %d) are not supported: "
+                           "transformers drops mtp.* weights and llama.cpp 0.3.36 has no qwen4exp nextn graph, so there "
+                           "is nothing to test one against. HINT: convert without it (--no-nextn), as the published "
+                           "GGUF is", nn);
     }
     if (hp->n_rot > hp->idx_dim)
         return err_set(e, ERR_FORMAT, "rope.dimension_count %d exceeds the indexer key length %d (the indexer reuses "

@@ -32,6 +32,14 @@
 #define UNIT_Q6_K 1365.7f  /* int8 sc * (q - 32): 5461.5 * 341.5 */
 #define UNIT_IQ4_NL 67.44f /* RMS of the 16 table levels */
 #define UNIT_IQ4_XS 1246.3f /* table RMS * RMS of (sc - 32) on -32..31 */
+/* IQ2_XXS: d (0.5 + s) / 4 * grid * sign, s on 0..15 (E[(s + 0.5)^2] = 85.25), E[grid^2] = 534.43 over the
+ * 256 x 8 magnitudes of quant_iq2xxs_grid (summed once from the table); every byte pattern is a valid
+ * index / sign / scale, so random payload is a well-formed block. */
+#define UNIT_IQ2_XXS 53.36f
+/* IQ1_S: d (2s + 1) (g + delta), s on 0..7 (E[(2s + 1)^2] = 85), g of quant_iq1s_grid (E[g^2] = 0.594,
+ * mean ~0) and delta +-1/8 by a random sign bit (adds 1/64): every 11-bit index is a grid row. */
+#define UNIT_IQ1_S 7.20f
+#define UNIT_Q1_0 1.0f /* +-d by one bit: |x| = d always */
 
 /* d values above this would let dmin = 15.5 * d overflow fp16. */
 #define D_CAP 4000.0f
@@ -58,6 +66,9 @@ static const layout layouts[] = {
     {QT_Q6_K, UNIT_Q6_K, offsetof(block_q6_K, d), -1, 0, false},
     {QT_IQ4_NL, UNIT_IQ4_NL, offsetof(block_iq4_nl, d), -1, 0, false},
     {QT_IQ4_XS, UNIT_IQ4_XS, offsetof(block_iq4_xs, d), -1, 0, false},
+    {QT_IQ2_XXS, UNIT_IQ2_XXS, offsetof(block_iq2_xxs, d), -1, 0, false},
+    {QT_IQ1_S, UNIT_IQ1_S, offsetof(block_iq1_s, d), -1, 0, false},
+    {QT_Q1_0, UNIT_Q1_0, offsetof(block_q1_0, d), -1, 0, false},
 };
 
 static void fill_bytes(uint8_t *p, size_t nbytes, rng *r) {

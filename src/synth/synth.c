@@ -1,5 +1,6 @@
 /* synth: the tensor plan of a preset, the quantization-mix rules, and the streaming writer.
- * (Presets are in presets.c, the tokenizer in vocab.c; the API and ownership are in synth.h.)
+ * (Presets are in presets.c, the mix rules in mix.c, the tokenizer in vocab.c; the API and ownership are in
+ * synth.h.)
  *
  * Shapes are llama.cpp's (ggml ne order [in, out, experts]); the loader (src/models/qwen35.cpp,
  * qwen35moe.cpp, llama.cpp of llama.cpp) creates each tensor with exactly these dims:
@@ -34,29 +35,6 @@
 #include "quant/quant.h"
 #include "synth/synth.h"
 
-static const char *const mix_names[SYNTH_MIX_COUNT] = {"f32", "f16", "q8_0", "q4_0", "q4_k_m"};
-
-const char *synth_mix_name(enum synth_mix m) { return (unsigned)m < SYNTH_MIX_COUNT ? mix_names[m] : "?"; }
-
-int synth_mix_from_name(const char *name) {
-    for (int i = 0; i < SYNTH_MIX_COUNT; i++)
-        if (!strcmp(mix_names[i], name)) return i;
-    return -1;
-}
-
-/* llama_ftype values: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_Q8_0 7, MOSTLY_Q4_K_M 15. */
-uint32_t synth_mix_file_type(enum synth_mix m) {
-    static const uint32_t ft[SYNTH_MIX_COUNT] = {0, 1, 7, 2, 15};
-    return (unsigned)m < SYNTH_MIX_COUNT ? ft[m] : 0;
-}
-
-static bool has(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
-
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 static bool is_prime(uint64_t n) {
     if (n < 2) return false;
     for (uint64_t d = 2; d * d <= n; d++)
@@ -86,65 +64,11 @@ void synth_ple_hash_make(const synth_preset *p, synth_ple_hash *h) {
     h->rows = (int64_t)((off + 127) / 128 * 128);
 }
 
-/* llama-quantize's "use_more_bits": the first and last eighth of the layers and every third between. */
-static bool use_more_bits(int64_t i_layer, int64_t n_layers) {
-    return i_layer < n_layers / 8 || i_layer >= 7 * n_layers / 8 || (i_layer - n_layers / 8) % 3 == 2;
-}
-
-/* llama-quantize's fallback when a row (ne[0]) is not a whole number of blocks. */
-static enum qtype fallback_type(enum qtype t, int64_t ne0) {
-    if (ne0 % qtype_get(t)->blck == 0) return t;
-    enum qtype f = t == QT_Q4_K ? QT_Q5_0 : t == QT_Q5_K ? QT_Q5_1 : t == QT_Q6_K ? QT_Q8_0 : t;
-    return ne0 % qtype_get(f)->blck == 0 ? f : QT_F16;
-}
-
-/* The rules, in the order llama.cpp applies them:
- *  1. The converter keeps in F32: 1-D tensors, *_norm.weight, anything not named *.weight (ssm_a,
- *     ssm_dt.bias), the convs (ssm_conv1d, qwen4exp's ple_conv1d) and the MoE routers ffn_gate_inp (llama-quantize leaves them too).
- *  2. f32 / f16 / q8_0: everything else in that type (Q8_0 needs ne[0] % 32 == 0, else F16).
- *  3. q4_0 / q4_k_m: output.weight (and token_embd when tied, as the two are one tensor) Q6_K;
- *     token_embd otherwise the base type. q4_k_m further: attn_v and every ffn_down* (dense, experts,
- *     shared expert) Q6_K on use_more_bits layers (i = the block number, n = block_count incl. MTP),
- *     else Q4_K; GDN attn_qkv Q5_K and ssm_alpha/ssm_beta Q8_0 (llama.cpp master of 2026-05, the mix
- *     of the H200 measurements in GPU.md; the 0.3.36 quantizer still rotated attn_qkv with attn_v and
- *     left ssm_alpha/beta at Q4_K); the rest Q4_K. Rows that do not fit the block fall back as
- *     llama-quantize does (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, else F16). */
-enum qtype synth_tensor_type(const synth_preset *p, enum synth_mix m, const char *name, uint32_t n_dims,
-                             const int64_t *ne, int i_layer, int64_t n_layer_all) {
-    if (n_dims < 2 || !ends_with(name, ".weight") || has(name, "_norm.weight") || has(name, "conv1d") ||
-        has(name, "ffn_gate_inp.weight"))
-        return QT_F32;
-    switch (m) {
-    case SYNTH_MIX_F32: return QT_F32;
-    case SYNTH_MIX_F16: return QT_F16;
-    case SYNTH_MIX_Q8_0: return ne[0] % 32 == 0 ? QT_Q8_0 : QT_F16;
-    case SYNTH_MIX_Q4_0:
-    case SYNTH_MIX_Q4_K_M: break;
-    case SYNTH_MIX_COUNT: return QT_F32;
-    }
-    const enum qtype base = m == SYNTH_MIX_Q4_0 ? QT_Q4_0 : QT_Q4_K;
-    const bool output = !strcmp(name, "output.weight"), embd = !strcmp(name, "token_embd.weight");
-    enum qtype t = base;
-    if (output || (p->tied && embd)) {
-        t = ne[0] % qtype_get(base)->blck != 0 ? QT_Q8_0 : QT_Q6_K;
-    } else if (embd) {
-        t = base;
-    } else if (m == SYNTH_MIX_Q4_K_M) {
-        if (has(name, "attn_v.weight") || has(name, "ffn_down"))
-            t = use_more_bits(i_layer, n_layer_all) ? QT_Q6_K : QT_Q4_K;
-        else if (has(name, "attn_qkv.weight"))
-            t = QT_Q5_K;
-        else if (has(name, "ssm_alpha.weight") || has(name, "ssm_beta.weight"))
-            t = QT_Q8_0;
-    }
-    return fallback_type(t, ne[0]);
-}
-
 /* ---- the plan ---------------------------------------------------------------------------------- */
 
 typedef struct planner {
     const synth_preset *p;
-    enum synth_mix m;
+    const synth_quant *q;
     synth_plan *plan;
     size_t cap;
     int64_t n_layer_all;
@@ -179,7 +103,28 @@ static void add(planner *pl, int layer, const char *suffix, enum synth_init init
     t->a = a;
     t->b = b;
     t->layer = layer;
-    t->type = synth_tensor_type(pl->p, pl->m, t->name, t->n_dims, t->ne, layer, pl->n_layer_all);
+}
+
+/* llama-quantize's tensor order (weight_name_comparer): by block, global tensors (-1) first, then by name. */
+static bool quantize_order_before(const synth_tensor *a, const synth_tensor *b) {
+    return a->layer != b->layer ? a->layer < b->layer : strcmp(a->name, b->name) < 0;
+}
+
+/* Sets every planned tensor's type. llama-quantize's ffn_down rules count the tensors whose name contains
+ * "ffn_down" (hc_ffn_down too: its categories are substrings) in its own order, not the file's, so each
+ * one's index is its rank among them in that order. */
+static void assign_types(planner *pl) {
+    synth_plan *plan = pl->plan;
+    for (size_t i = 0; i < plan->n; i++) {
+        synth_tensor *t = &plan->t[i];
+        int i_ffn_down = -1;
+        if (strstr(t->name, "ffn_down")) {
+            i_ffn_down = 0;
+            for (size_t j = 0; j < plan->n; j++)
+                i_ffn_down += strstr(plan->t[j].name, "ffn_down") && quantize_order_before(&plan->t[j], t);
+        }
+        t->type = synth_tensor_type(pl->p, pl->q, t->name, t->n_dims, t->ne, t->layer, pl->n_layer_all, i_ffn_down);
+    }
 }
 
 #define W 0.02f /* weight std: the usual initializer_range */
@@ -285,9 +230,20 @@ static void plan_qwen4exp(planner *pl) {
 }
 
 int synth_plan_make(const synth_preset *p, enum synth_mix m, synth_plan *out, err *e) {
+    const synth_quant q = {.mix = m};
+    return synth_plan_make_with(p, &q, out, e);
+}
+
+int synth_plan_make_with(const synth_preset *p, const synth_quant *q, synth_plan *out, err *e) {
     memset(out, 0, sizeof *out);
-    if ((unsigned)m >= SYNTH_MIX_COUNT) return err_set(e, ERR_ARG, "synth: unknown mix %d", (int)m);
-    planner pl = {.p = p, .m = m, .plan = out, .n_layer_all = p->n_layer + p->n_mtp};
+    if ((unsigned)q->mix >= SYNTH_MIX_COUNT) return err_set(e, ERR_ARG, "synth: unknown mix %d", (int)q->mix);
+    if (q->n_ov < 0 || q->n_ov > SYNTH_MAX_OVERRIDES)
+        return err_set(e, ERR_ARG, "synth: %d tensor type overrides (at most %d)", q->n_ov, SYNTH_MAX_OVERRIDES);
+    for (int i = 0; i < q->n_ov; i++)
+        if (!q->ov[i].name[0] || !qtype_get(q->ov[i].type) || qtype_get(q->ov[i].type)->blck == 1)
+            return err_set(e, ERR_ARG, "synth: override %d ('%s') needs a name and a block-quantized type", i,
+                           q->ov[i].name);
+    planner pl = {.p = p, .q = q, .plan = out, .n_layer_all = p->n_layer + p->n_mtp};
     WEIGHT(&pl, -1, "token_embd.weight", p->n_embd, p->n_vocab, 0);
     if (p->arch == SYNTH_ARCH_LLAMA && p->rope_scale_factor > 0)
         add(&pl, -1, "rope_freqs.weight", SYNTH_INIT_ROPE_FREQS, 0, 0, p->rope_dim / 2, 0, 0);
@@ -320,10 +276,18 @@ int synth_plan_make(const synth_preset *p, enum synth_mix m, synth_plan *out, er
         synth_plan_free(out);
         return err_set(e, pl.rc, "synth: out of memory planning %s", p->name);
     }
+    assign_types(&pl);
     for (size_t i = 0; i < out->n; i++) {
         const synth_tensor *t = &out->t[i];
         int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         uint64_t bytes;
+        if (!qtype_get(t->type)) {
+            err_set(e, ERR_ARG, "synth: %s: rows of %lld values are no whole number of blocks of the type asked for, "
+                    "and llama-quantize has no fallback type for it (HINT: a type with blocks of 32)", t->name,
+                    (long long)t->ne[0]);
+            synth_plan_free(out);
+            return ERR_ARG;
+        }
         if (!qtype_nbytes(t->type, n, &bytes)) {
             synth_plan_free(out);
             return err_set(e, ERR_ARG, "synth: %s: %lld values do not fit type %s", t->name, (long long)n,
@@ -566,8 +530,15 @@ static int set_tokenizer_keys(gguf_writer *w, const synth_vocab *v) {
 
 int synth_write(const synth_preset *p, enum synth_mix m, uint64_t seed, const char *path,
                 synth_progress_fn progress, void *ud, err *e) {
+    const synth_quant q = {.mix = m};
+    return synth_write_with(p, &q, seed, path, progress, ud, e);
+}
+
+int synth_write_with(const synth_preset *p, const synth_quant *q, uint64_t seed, const char *path,
+                     synth_progress_fn progress, void *ud, err *e) {
+    const enum synth_mix m = q->mix;
     synth_plan plan;
-    int rc = synth_plan_make(p, m, &plan, e);
+    int rc = synth_plan_make_with(p, q, &plan, e);
     if (rc) return rc;
     synth_vocab vocab;
     rc = synth_vocab_build(p, &vocab, e);
@@ -583,9 +554,14 @@ int synth_write(const synth_preset *p, enum synth_mix m, uint64_t seed, const ch
         rc = err_set(e, ERR_NOMEM, "synth: out of memory");
         goto done;
     }
-    char desc[256];
+    /* the command that reproduces the file, overrides included: a reader can tell the mix from it */
+    char desc[1024], ovs[SYNTH_MAX_OVERRIDES * 72] = "";
+    for (int i = 0; i < q->n_ov; i++) {
+        size_t used = strlen(ovs);
+        snprintf(ovs + used, sizeof ovs - used, " --tensor-type %s=%s", q->ov[i].name, qtype_get(q->ov[i].type)->name);
+    }
     snprintf(desc, sizeof desc, "synthetic random weights in the shapes of %s (llm170 synth --preset %s "
-             "--type %s --seed %llu)", p->model_name, p->name, synth_mix_name(m), (unsigned long long)seed);
+             "--type %s%s --seed %llu)", p->model_name, p->name, synth_mix_name(m), ovs, (unsigned long long)seed);
     char name[128];
     snprintf(name, sizeof name, "%s (synthetic)", p->model_name);
     int krc = 0;

@@ -28,9 +28,12 @@ enum synth_arch { SYNTH_ARCH_LLAMA, SYNTH_ARCH_QWEN35, SYNTH_ARCH_QWEN35MOE, SYN
 /* Which tokenizer layout the preset imitates (ids of special tokens, pre-tokenizer name, template). */
 enum synth_tok { SYNTH_TOK_QWEN35, SYNTH_TOK_LLAMA3 };
 
-/* Quantization mixes. F32/F16/Q8_0 follow llama.cpp's converter (convert_hf_to_gguf --outtype); Q4_0 and
- * Q4_K_M follow llama-quantize's per-tensor rules (see synth_tensor_type in synth.c). */
-enum synth_mix { SYNTH_MIX_F32, SYNTH_MIX_F16, SYNTH_MIX_Q8_0, SYNTH_MIX_Q4_0, SYNTH_MIX_Q4_K_M, SYNTH_MIX_COUNT };
+/* Quantization mixes. F32/F16/Q8_0 follow llama.cpp's converter (convert_hf_to_gguf --outtype); Q4_0, Q4_K_M,
+ * Q2_K, IQ2_XXS and IQ1_S follow llama-quantize's per-tensor rules (see synth_tensor_type in mix.c). */
+enum synth_mix {
+    SYNTH_MIX_F32, SYNTH_MIX_F16, SYNTH_MIX_Q8_0, SYNTH_MIX_Q4_0, SYNTH_MIX_Q4_K_M, SYNTH_MIX_Q2_K,
+    SYNTH_MIX_IQ2_XXS, SYNTH_MIX_IQ1_S, SYNTH_MIX_COUNT
+};
 
 typedef struct synth_preset {
     const char *name;       /* "qwen35-27b" */
@@ -96,6 +99,22 @@ const char *synth_mix_name(enum synth_mix m); /* "q4_k_m", ... */
 int synth_mix_from_name(const char *name);    /* -1 if unknown */
 uint32_t synth_mix_file_type(enum synth_mix m); /* general.file_type (llama_ftype) */
 
+/* llama-quantize's --tensor-type NAME=TYPE: under a llama-quantize mix, a quantizable tensor whose name
+ * contains NAME gets TYPE instead of the mix's choice (then the same row fallback). llama-quantize takes NAME
+ * as a regex it searches for; synth takes a plain substring, which is what a plain name means there too. */
+#define SYNTH_MAX_OVERRIDES 8
+typedef struct synth_override {
+    char name[48];
+    enum qtype type;
+} synth_override;
+
+/* A mix and its overrides: what llama-quantize's file type and --tensor-type options say together. */
+typedef struct synth_quant {
+    enum synth_mix mix;
+    int n_ov;
+    synth_override ov[SYNTH_MAX_OVERRIDES];
+} synth_quant;
+
 /* How a tensor's values are drawn. */
 enum synth_init {
     SYNTH_INIT_WEIGHT,     /* zero-mean noise of std `a` (quantized: quant_random_blocks with scale a) */
@@ -120,14 +139,17 @@ typedef struct synth_plan {
     uint64_t n_bytes; /* tensor data, without alignment padding */
 } synth_plan;
 
-/* Lists p's tensors in file order with their types under mix m. Returns 0 or a negative err code. */
+/* Lists p's tensors in file order with their types under mix m (and q's overrides). Returns 0 or a negative
+ * err code. */
 int synth_plan_make(const synth_preset *p, enum synth_mix m, synth_plan *out, err *e);
+int synth_plan_make_with(const synth_preset *p, const synth_quant *q, synth_plan *out, err *e);
 void synth_plan_free(synth_plan *plan);
 
-/* The type llama.cpp would give a tensor under mix m (the rules are in synth.c). n_layer_all counts the
- * MTP blocks; i_layer is the tensor's block (-1 for global tensors). */
-enum qtype synth_tensor_type(const synth_preset *p, enum synth_mix m, const char *name, uint32_t n_dims,
-                             const int64_t *ne, int i_layer, int64_t n_layer_all);
+/* The type llama.cpp would give a tensor under q (the rules are in mix.c). n_layer_all counts the MTP
+ * blocks; i_layer is the tensor's block (-1 for global tensors); i_ffn_down is its index among the file's
+ * ffn_down tensors in llama-quantize's order (by block, then name), -1 for other tensors. */
+enum qtype synth_tensor_type(const synth_preset *p, const synth_quant *q, const char *name, uint32_t n_dims,
+                             const int64_t *ne, int i_layer, int64_t n_layer_all, int i_ffn_down);
 
 /* A gpt2-style (byte-level BPE) vocabulary of p->n_vocab tokens: 256 byte tokens in GPT-2's byte-to-
  * unicode order, merged tokens "to", "tok", "tok0", "tok1", ... (each one merge of two earlier tokens, so
@@ -150,8 +172,11 @@ void synth_vocab_free(synth_vocab *v);
 /* Progress: called now and then while writing with bytes written so far and the total. */
 typedef void (*synth_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
-/* Writes p under mix m with seed to path. Returns 0 or a negative err code. */
+/* Writes p under mix m (and q's overrides, which general.description records) with seed to path. Returns 0
+ * or a negative err code. */
 int synth_write(const synth_preset *p, enum synth_mix m, uint64_t seed, const char *path,
                 synth_progress_fn progress, void *ud, err *e);
+int synth_write_with(const synth_preset *p, const synth_quant *q, uint64_t seed, const char *path,
+                     synth_progress_fn progress, void *ud, err *e);
 
 #endif

@@ -151,7 +151,8 @@ static void test_edges(const tcase *c, rng *r) {
 
 static void test_random_blocks(rng *r) {
     static const enum qtype types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0,   QT_Q5_1,  QT_Q8_0,
-                                       QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS};
+                                       QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS,
+                                       QT_IQ2_XXS, QT_IQ1_S, QT_Q1_0};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         const enum qtype t = types[k];
         const int64_t nblocks = N / blck(t);

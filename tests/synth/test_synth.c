@@ -149,8 +149,9 @@ static void check_known_qwen4exp(const gguf_file *f, enum synth_mix m) {
     check_shape(f, "blk.2.hc_ffn_norm.weight", 1, 512, 1, 1, QT_F32);
     check_shape(f, "blk.0.attn_qkv.weight", 2, 256, 1024, 1, q4km ? QT_Q5_K : -1);
     check_shape(f, "blk.3.attn_q.weight", 2, 256, 1024, 1, Q4K); /* per-head [q | gate] */
-    check_shape(f, "blk.3.indexer.q_proj.weight", 2, 256, 256, 1, Q4K);
-    check_shape(f, "blk.3.indexer.k_proj.weight", 2, 256, 64, 1, Q4K);
+    /* on llama-quantize's keep list: the converter's BF16 */
+    check_shape(f, "blk.3.indexer.q_proj.weight", 2, 256, 256, 1, q4km ? QT_BF16 : -1);
+    check_shape(f, "blk.3.indexer.k_proj.weight", 2, 256, 64, 1, q4km ? QT_BF16 : -1);
     check_shape(f, "blk.3.indexer.k_norm.weight", 1, 64, 1, 1, QT_F32);
     check_shape(f, "blk.1.ple_key.weight", 2, 256, 512, 1, Q4K);
     check_shape(f, "blk.1.ple_value.weight", 2, 256, 256, 1, Q4K);
