@@ -1,7 +1,7 @@
-/* simd_x86_iquants: AVX2-shaped dot products of the grid-coded low-bit types (IQ1_S, IQ1_M, IQ2_XXS,
- * IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S against Q8_K; Q1_0 against Q8_0). Internal to src/quant/: included once
- * by simd_avx2.c and once by simd_avx512.c (byte dot products become VNNI there); names get the ISA
- * suffix through SIMD_NAME.
+/* simd_x86_iquants: AVX2-shaped dot products and u8 forms (quant.h, for prefill's int8 matrix products)
+ * of the grid-coded low-bit types: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S against Q8_K,
+ * Q1_0 against Q8_0. Internal to src/quant/: included once by simd_avx2.c and once by simd_avx512.c
+ * (byte dot products become VNNI there); names get the ISA suffix through SIMD_NAME.
  *
  * Shape: one super-block is handled 32 values (one __m256i of bytes) at a time, in the order the Q8_K
  * block stores them. The work is the grid lookups: each group of 8 (IQ3: 4) values is one scalar table
@@ -15,14 +15,17 @@
  * order of the float additions differs from the scalar references in iq1.c / iq2.c / iq3.c / q1_0.c
  * (tests/quant/test_quant_simd.c bounds the difference). The constant factor of each type (1/8 for the
  * IQ1 delta and the IQ2 (2s + 1) / 8 scale, 1/4 for IQ3_XXS) is applied once to the row's sum, as the
- * scalar code does. */
+ * scalar code does.
+ *
+ * One unpack function per type gives a group of 32 values as vectors (grid magnitudes and +-1 signs, or
+ * IQ1's signed values); the dot product and the u8 form both start from it. */
 #ifndef LLM170_QUANT_SIMD_X86_IQUANTS_H
 #define LLM170_QUANT_SIMD_X86_IQUANTS_H
 
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
-#include "quant/simd_x86.h"
 #include "quant/quant_impl.h"
+#include "quant/simd_x86.h"
 #include "quant/simd_x86_kquants.h" /* simd_ld */
 
 /* Four 8-byte grid rows as one vector, row 0 in the lowest bytes. */
@@ -56,10 +59,111 @@ static inline __m256i simd_scale2(int lo, int hi) {
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
 
-/* ---- IQ1_S: x = d * ls * (g + delta), g in {-1, 0, 1}, delta = +-1/8 per 32 values -----------------
- * Per 32 values: sum ls * g * y as sign(y, g) summed against bytes of 1; the delta part needs only the
- * sums of y, which Q8_K's bsums hold (per 16 values): sum ls * (+-1) * bsums in one pmaddwd per block.
- * The lanes hold 8 * sum(ls g y) + sum(ls (+-1) y), the scalar code's 8 * sumi + sumi1 (< 2^22). */
+/* The scale of 16 values m of IQ2_XS / IQ2_S: nibble m % 2 of scales[m / 2]. */
+static inline int simd_iq2_scale(const uint8_t *scales, int m) { return (scales[m / 2] >> (4 * (m & 1))) & 15; }
+
+/* IQ2's db = d * (0.5 + s) * 0.25, formed as iq2.c forms it (the u8 forms' S) */
+static inline float simd_iq2_db(float d, int s) { return d * (0.5f + (float)s) * 0.25f; }
+
+/* u = off + grid * (+-1): the u8 form of the IQ2 / IQ3 types (off = the largest magnitude) */
+static inline __m256i simd_grid_u8(__m256i g, __m256i pm1, int off) {
+    return _mm256_add_epi8(_mm256_set1_epi8((char)off), _mm256_sign_epi8(g, pm1));
+}
+
+/* ---- unpack: values 32 ib .. 32 ib + 31 of a block ---------------------------------------------------- */
+
+/* IQ1_S: the grid values g in {-1, 0, 1}; group l's index is qs[l] | bits 3l..3l+2 of qh as bits 8..10 */
+static inline __m256i simd_iq1s_grid(const block_iq1_s *b, int ib) {
+    const unsigned qh = b->qh[ib];
+    const uint8_t *qs = b->qs + 4 * ib;
+    return simd_grid8x4(quant_iq1s_grid[qs[0] | ((qh << 8) & 0x700)], quant_iq1s_grid[qs[1] | ((qh << 5) & 0x700)],
+                        quant_iq1s_grid[qs[2] | ((qh << 2) & 0x700)], quant_iq1s_grid[qs[3] | ((qh >> 1) & 0x700)]);
+}
+
+/* IQ1_M: the super-block scale, rebuilt from the top nibbles of the four scale words (copied to sc) */
+static inline float simd_iq1m_d(const block_iq1_m *b, uint16_t sc[4]) {
+    memcpy(sc, b->scales, 4 * sizeof(uint16_t));
+    return _cvtsh_ss((uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
+}
+
+/* IQ1_M's 3-bit scale of 16 values m */
+static inline int simd_iq1m_scale(const uint16_t sc[4], int m) { return (sc[m / 4] >> (3 * (m % 4))) & 7; }
+
+/* IQ1_M: v = 8 * (g + delta) = 8g +- 1 (|v| <= 9, never 0). Groups 4ib .. 4ib + 3 take their nibbles (3 high
+ * index bits, the delta sign in bit 3) from qh[2ib] and qh[2ib + 1]. */
+static inline __m256i simd_iq1m_values(const block_iq1_m *b, int ib) {
+    const unsigned h = b->qh[2 * ib] | (unsigned)b->qh[2 * ib + 1] << 8;
+    const uint8_t *qs = b->qs + 4 * ib;
+    const __m256i g = simd_grid8x4(quant_iq1s_grid[qs[0] | ((h << 8) & 0x700)], quant_iq1s_grid[qs[1] | ((h << 4) & 0x700)],
+                                   quant_iq1s_grid[qs[2] | (h & 0x700)], quant_iq1s_grid[qs[3] | ((h >> 4) & 0x700)]);
+    /* delta bytes: -1 for the groups whose nibble has bit 3 set, else +1 */
+    const __m256i dsign = _mm256_set_epi64x(h & 0x8000 ? -1 : 0, h & 0x0800 ? -1 : 0, h & 0x80 ? -1 : 0, h & 0x8 ? -1 : 0);
+    return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), _mm256_or_si256(dsign, _mm256_set1_epi8(1)));
+}
+
+/* IQ2_XXS: per 32 values 4 grid indices (aux[0]) and 4 x 7 sign bits with s in bits 28..31 (aux[1]) */
+static inline __m256i simd_iq2xxs_grid(const block_iq2_xxs *b, int ib, __m256i *pm1, int *s) {
+    uint32_t aux[2];
+    memcpy(aux, b->qs + 4 * ib, sizeof aux);
+    *pm1 = simd_ksigns4(aux[1]);
+    *s = (int)(aux[1] >> 28);
+    return simd_grid8x4(quant_iq2xxs_grid[aux[0] & 255], quant_iq2xxs_grid[(aux[0] >> 8) & 255],
+                        quant_iq2xxs_grid[(aux[0] >> 16) & 255], quant_iq2xxs_grid[aux[0] >> 24]);
+}
+
+/* IQ2_XS: per 8 values a uint16 (9-bit grid index, 7 sign bits) */
+static inline __m256i simd_iq2xs_grid(const block_iq2_xs *b, int ib, __m256i *pm1) {
+    const uint16_t *q = b->qs + 4 * ib;
+    *pm1 = simd_pm1((uint32_t)quant_ksigns_iq2xs[q[0] >> 9] | (uint32_t)quant_ksigns_iq2xs[q[1] >> 9] << 8 |
+                    (uint32_t)quant_ksigns_iq2xs[q[2] >> 9] << 16 | (uint32_t)quant_ksigns_iq2xs[q[3] >> 9] << 24);
+    return simd_grid8x4(quant_iq2xs_grid[q[0] & 511], quant_iq2xs_grid[q[1] & 511], quant_iq2xs_grid[q[2] & 511],
+                        quant_iq2xs_grid[q[3] & 511]);
+}
+
+/* IQ2_S: per 8 values a 10-bit index (qs, and bits 2l..2l+1 of qh[ib] as bits 8..9) and a sign byte at
+ * qs[32 + 4ib + l] */
+static inline __m256i simd_iq2s_grid(const block_iq2_s *b, int ib, __m256i *pm1) {
+    const uint8_t *q = b->qs + 4 * ib;
+    const unsigned qh = b->qh[ib];
+    uint32_t bits;
+    memcpy(&bits, b->qs + QK_K / 8 + 4 * ib, sizeof bits);
+    *pm1 = simd_pm1(bits);
+    return simd_grid8x4(quant_iq2s_grid[q[0] | ((qh << 8) & 0x300)], quant_iq2s_grid[q[1] | ((qh << 6) & 0x300)],
+                        quant_iq2s_grid[q[2] | ((qh << 4) & 0x300)], quant_iq2s_grid[q[3] | ((qh << 2) & 0x300)]);
+}
+
+/* IQ3_XXS: 8 x 8-bit indices into 4-value rows, and IQ2_XXS's sign / scale word at qs[64 + 4ib] */
+static inline __m256i simd_iq3xxs_grid(const block_iq3_xxs *b, int ib, __m256i *pm1, int *s) {
+    const uint8_t *q = b->qs + 8 * ib;
+    const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
+    uint32_t aux;
+    memcpy(&aux, b->qs + QK_K / 4 + 4 * ib, sizeof aux);
+    *pm1 = simd_ksigns4(aux);
+    *s = (int)(aux >> 28);
+    return simd_grid4x8(quant_iq3xxs_grid, idx);
+}
+
+/* IQ3_S: 8 x 9-bit indices (qs, and bit k of qh[ib] as bit 8), explicit sign bits */
+static inline __m256i simd_iq3s_grid(const block_iq3_s *b, int ib, __m256i *pm1) {
+    const uint8_t *q = b->qs + 8 * ib;
+    const unsigned qh = b->qh[ib];
+    unsigned idx[8];
+    for (int k = 0; k < 8; k++) idx[k] = q[k] | ((qh << (8 - k)) & 0x100);
+    uint32_t bits;
+    memcpy(&bits, b->signs + 4 * ib, sizeof bits);
+    *pm1 = simd_pm1(bits);
+    return simd_grid4x8(quant_iq3s_grid, idx);
+}
+
+/* IQ3_S's 4-bit scale of 32 values ib */
+static inline int simd_iq3s_scale(const block_iq3_s *b, int ib) { return (b->scales[ib / 2] >> (4 * (ib & 1))) & 15; }
+
+/* ---- dot products ------------------------------------------------------------------------------------- */
+
+/* IQ1_S: x = d * ls * (g + delta), delta = +-1/8 per 32 values. Per 32 values sum ls * g * y as sign(y, g)
+ * against bytes of 1; the delta part needs only the sums of y, which Q8_K's bsums hold (per 16 values):
+ * sum ls * (+-1) * bsums in one pmaddwd per block. The lanes hold 8 * sum(ls g y) + sum(ls (+-1) y), the
+ * scalar code's 8 * sumi + sumi1 (< 2^22). */
 static void SIMD_NAME(iq1_s_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq1_s *x = vx;
     const block_q8_K *y = vy;
@@ -72,13 +176,7 @@ static void SIMD_NAME(iq1_s_vec_dot_q8_k)(int64_t n, float *s, const void *vx, c
         for (int ib = 0; ib < QK_K / 32; ib++) {
             const unsigned qh = x[b].qh[ib];
             const int ls = 2 * ((qh >> 12) & 7) + 1;
-            const uint8_t *qs = x[b].qs + 4 * ib;
-            /* group l's index: qs[l] | bits 3l..3l+2 of qh as bits 8..10 */
-            const __m256i g = simd_grid8x4(quant_iq1s_grid[qs[0] | ((qh << 8) & 0x700)],
-                                           quant_iq1s_grid[qs[1] | ((qh << 5) & 0x700)],
-                                           quant_iq1s_grid[qs[2] | ((qh << 2) & 0x700)],
-                                           quant_iq1s_grid[qs[3] | ((qh >> 1) & 0x700)]);
-            const __m256i gy = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), g);
+            const __m256i gy = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), simd_iq1s_grid(&x[b], ib));
             isum = simd_dot_u8s8_scaled(isum, ones, gy, _mm256_set1_epi16((short)ls));
             dls[2 * ib] = dls[2 * ib + 1] = (int16_t)(qh & 0x8000 ? -ls : ls);
         }
@@ -89,43 +187,29 @@ static void SIMD_NAME(iq1_s_vec_dot_q8_k)(int64_t n, float *s, const void *vx, c
     *s = 0.125f * simd_hsum_ps(acc);
 }
 
-/* ---- IQ1_M: as IQ1_S with the delta sign per 8 values and ls per 16 -------------------------------
- * The delta changes every 8 values, finer than bsums, so each value is formed as the integer
- * v = 8 * (g + delta) = 8g +- 1 (|v| <= 9) and v . y taken with the sign trick: the lanes hold the scalar
- * code's 8 * sumi + sumi1. */
+/* IQ1_M: the delta sign changes every 8 values, finer than bsums, so the values are the integers
+ * v = 8g +- 1 and v . y is taken with the sign trick: the lanes hold the scalar code's 8 * sumi + sumi1. */
 static void SIMD_NAME(iq1_m_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq1_m *x = vx;
     const block_q8_K *y = vy;
-    const __m256i eight = _mm256_set1_epi8(8);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         simd_prefetch(&x[b], (int)sizeof x[b]);
         uint16_t sc[4];
-        memcpy(sc, x[b].scales, sizeof sc);
-        const uint16_t dh = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+        const float d = simd_iq1m_d(&x[b], sc);
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            /* groups 4ib .. 4ib + 3: nibble (3 high index bits, delta sign in bit 3) of qh[2ib], qh[2ib + 1] */
-            const unsigned h = x[b].qh[2 * ib] | (unsigned)x[b].qh[2 * ib + 1] << 8;
-            const uint8_t *qs = x[b].qs + 4 * ib;
-            const __m256i g = simd_grid8x4(quant_iq1s_grid[qs[0] | ((h << 8) & 0x700)],
-                                           quant_iq1s_grid[qs[1] | ((h << 4) & 0x700)],
-                                           quant_iq1s_grid[qs[2] | (h & 0x700)],
-                                           quant_iq1s_grid[qs[3] | ((h >> 4) & 0x700)]);
-            /* delta bytes: -1 for the groups whose nibble has bit 3 set, else +1 */
-            const __m256i dsign = _mm256_set_epi64x(h & 0x8000 ? -1 : 0, h & 0x0800 ? -1 : 0, h & 0x80 ? -1 : 0, h & 0x8 ? -1 : 0);
-            const __m256i v = _mm256_add_epi8(_mm256_sign_epi8(eight, g), _mm256_or_si256(dsign, _mm256_set1_epi8(1)));
-            const int m = 2 * ib; /* scales of values 0..15 and 16..31: 3 bits each, m and m + 1 */
-            const int ls0 = 2 * ((sc[m / 4] >> (3 * (m % 4))) & 7) + 1, ls1 = 2 * ((sc[(m + 1) / 4] >> (3 * ((m + 1) % 4))) & 7) + 1;
-            const __m256i yq = simd_ld(y[b].qs + 32 * ib);
-            isum = simd_dot_u8s8_scaled(isum, _mm256_sign_epi8(v, v), _mm256_sign_epi8(yq, v), simd_scale2(ls0, ls1));
+            const __m256i v = simd_iq1m_values(&x[b], ib), yq = simd_ld(y[b].qs + 32 * ib);
+            /* values 0..15 take scale 2ib, 16..31 scale 2ib + 1 */
+            const __m256i ls = simd_scale2(2 * simd_iq1m_scale(sc, 2 * ib) + 1, 2 * simd_iq1m_scale(sc, 2 * ib + 1) + 1);
+            isum = simd_dot_u8s8_scaled(isum, _mm256_sign_epi8(v, v), _mm256_sign_epi8(yq, v), ls);
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(dh) * y[b].d), acc);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[b].d), acc);
     }
     *s = 0.125f * simd_hsum_ps(acc);
 }
 
-/* ---- IQ2_XXS: per 32 values 4 x 8-bit grid indices, 4 x 7 sign bits, 4-bit s; x ~ (2s + 1) g / 8 ---- */
+/* IQ2_XXS, IQ2_XS, IQ2_S: x = d * (2s + 1) / 8 * grid * sign; sum (2s + 1) * grid . (y * sign) */
 static void SIMD_NAME(iq2_xxs_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq2_xxs *x = vx;
     const block_q8_K *y = vy;
@@ -134,66 +218,42 @@ static void SIMD_NAME(iq2_xxs_vec_dot_q8_k)(int64_t n, float *s, const void *vx,
         simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            uint32_t aux[2]; /* aux[0]: 4 grid indices; aux[1]: 4 x 7 sign bits, s in bits 28..31 */
-            memcpy(aux, x[b].qs + 4 * ib, sizeof aux);
-            const __m256i g = simd_grid8x4(quant_iq2xxs_grid[aux[0] & 255], quant_iq2xxs_grid[(aux[0] >> 8) & 255],
-                                           quant_iq2xxs_grid[(aux[0] >> 16) & 255], quant_iq2xxs_grid[aux[0] >> 24]);
-            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), simd_ksigns4(aux[1]));
-            isum = simd_dot_u8s8_scaled(isum, g, ys, _mm256_set1_epi16((short)(2 * (aux[1] >> 28) + 1)));
+            __m256i pm1;
+            int sc;
+            const __m256i g = simd_iq2xxs_grid(&x[b], ib, &pm1, &sc);
+            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), pm1);
+            isum = simd_dot_u8s8_scaled(isum, g, ys, _mm256_set1_epi16((short)(2 * sc + 1)));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
     }
     *s = 0.125f * simd_hsum_ps(acc);
 }
 
-/* ---- IQ2_XS: per 8 values a uint16 (9-bit index, 7 sign bits); s per 16 values in scales[] ---------- */
-static void SIMD_NAME(iq2_xs_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
-    const block_iq2_xs *x = vx;
-    const block_q8_K *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        simd_prefetch(&x[b], (int)sizeof x[b]);
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            const uint16_t *q = x[b].qs + 4 * ib;
-            const __m256i g = simd_grid8x4(quant_iq2xs_grid[q[0] & 511], quant_iq2xs_grid[q[1] & 511],
-                                           quant_iq2xs_grid[q[2] & 511], quant_iq2xs_grid[q[3] & 511]);
-            const uint32_t bits = (uint32_t)quant_ksigns_iq2xs[q[0] >> 9] | (uint32_t)quant_ksigns_iq2xs[q[1] >> 9] << 8 |
-                                  (uint32_t)quant_ksigns_iq2xs[q[2] >> 9] << 16 | (uint32_t)quant_ksigns_iq2xs[q[3] >> 9] << 24;
-            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), simd_pm1(bits));
-            const unsigned sc = x[b].scales[ib];
-            isum = simd_dot_u8s8_scaled(isum, g, ys, simd_scale2(2 * (int)(sc & 15) + 1, 2 * (int)(sc >> 4) + 1));
-        }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
+/* the IQ2_XS / IQ2_S loop: UNPACK(block, ib, &pm1) gives the grid magnitudes; s per 16 values */
+#define SIMD_IQ2_DOT(NAME, BLOCK, UNPACK)                                                                      \
+    static void SIMD_NAME(NAME)(int64_t n, float *s, const void *vx, const void *vy) {                         \
+        const BLOCK *x = vx;                                                                                   \
+        const block_q8_K *y = vy;                                                                              \
+        __m256 acc = _mm256_setzero_ps();                                                                      \
+        for (int64_t b = 0; b < n / QK_K; b++) {                                                               \
+            simd_prefetch(&x[b], (int)sizeof x[b]);                                                            \
+            __m256i isum = _mm256_setzero_si256();                                                             \
+            for (int ib = 0; ib < QK_K / 32; ib++) {                                                           \
+                __m256i pm1;                                                                                   \
+                const __m256i g = UNPACK(&x[b], ib, &pm1);                                                     \
+                const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), pm1);                          \
+                const __m256i ls = simd_scale2(2 * simd_iq2_scale(x[b].scales, 2 * ib) + 1,                    \
+                                               2 * simd_iq2_scale(x[b].scales, 2 * ib + 1) + 1);               \
+                isum = simd_dot_u8s8_scaled(isum, g, ys, ls);                                                  \
+            }                                                                                                  \
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc); \
+        }                                                                                                      \
+        *s = 0.125f * simd_hsum_ps(acc);                                                                       \
     }
-    *s = 0.125f * simd_hsum_ps(acc);
-}
+SIMD_IQ2_DOT(iq2_xs_vec_dot_q8_k, block_iq2_xs, simd_iq2xs_grid)
+SIMD_IQ2_DOT(iq2_s_vec_dot_q8_k, block_iq2_s, simd_iq2s_grid)
 
-/* ---- IQ2_S: per 8 values a 10-bit index (qs + 2 bits of qh) and an explicit sign byte --------------- */
-static void SIMD_NAME(iq2_s_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
-    const block_iq2_s *x = vx;
-    const block_q8_K *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        simd_prefetch(&x[b], (int)sizeof x[b]);
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            const uint8_t *q = x[b].qs + 4 * ib;
-            const unsigned qh = x[b].qh[ib]; /* bits 2l..2l+1: index bits 8..9 of group l */
-            const __m256i g = simd_grid8x4(quant_iq2s_grid[q[0] | ((qh << 8) & 0x300)], quant_iq2s_grid[q[1] | ((qh << 6) & 0x300)],
-                                           quant_iq2s_grid[q[2] | ((qh << 4) & 0x300)], quant_iq2s_grid[q[3] | ((qh << 2) & 0x300)]);
-            uint32_t bits; /* the sign bytes of the four groups, at qs[32 + 4ib] */
-            memcpy(&bits, x[b].qs + QK_K / 8 + 4 * ib, sizeof bits);
-            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), simd_pm1(bits));
-            const unsigned sc = x[b].scales[ib];
-            isum = simd_dot_u8s8_scaled(isum, g, ys, simd_scale2(2 * (int)(sc & 15) + 1, 2 * (int)(sc >> 4) + 1));
-        }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
-    }
-    *s = 0.125f * simd_hsum_ps(acc);
-}
-
-/* ---- IQ3_XXS: per 32 values 8 x 8-bit indices into 4-value rows, and IQ2_XXS's sign/scale word ------ */
+/* IQ3_XXS: x = d * (2s + 1) / 4 * grid * sign */
 static void SIMD_NAME(iq3_xxs_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq3_xxs *x = vx;
     const block_q8_K *y = vy;
@@ -202,19 +262,18 @@ static void SIMD_NAME(iq3_xxs_vec_dot_q8_k)(int64_t n, float *s, const void *vx,
         simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            const uint8_t *q = x[b].qs + 8 * ib;
-            const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
-            uint32_t aux; /* 4 x 7 sign bits, s in bits 28..31 */
-            memcpy(&aux, x[b].qs + QK_K / 4 + 4 * ib, sizeof aux);
-            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), simd_ksigns4(aux));
-            isum = simd_dot_u8s8_scaled(isum, simd_grid4x8(quant_iq3xxs_grid, idx), ys, _mm256_set1_epi16((short)(2 * (aux >> 28) + 1)));
+            __m256i pm1;
+            int sc;
+            const __m256i g = simd_iq3xxs_grid(&x[b], ib, &pm1, &sc);
+            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), pm1);
+            isum = simd_dot_u8s8_scaled(isum, g, ys, _mm256_set1_epi16((short)(2 * sc + 1)));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
     }
     *s = 0.25f * simd_hsum_ps(acc);
 }
 
-/* ---- IQ3_S: per 4 values a 9-bit index (qs + bit of qh), explicit sign bits, s per 32 values -------- */
+/* IQ3_S: x = d * (2s + 1) * grid * sign */
 static void SIMD_NAME(iq3_s_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq3_s *x = vx;
     const block_q8_K *y = vy;
@@ -223,23 +282,18 @@ static void SIMD_NAME(iq3_s_vec_dot_q8_k)(int64_t n, float *s, const void *vx, c
         simd_prefetch(&x[b], (int)sizeof x[b]);
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            const uint8_t *q = x[b].qs + 8 * ib;
-            const unsigned qh = x[b].qh[ib]; /* bit k: index bit 8 of group k */
-            unsigned idx[8];
-            for (int k = 0; k < 8; k++) idx[k] = q[k] | ((qh << (8 - k)) & 0x100);
-            uint32_t bits;
-            memcpy(&bits, x[b].signs + 4 * ib, sizeof bits);
-            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), simd_pm1(bits));
-            const int ls = 2 * ((x[b].scales[ib / 2] >> (4 * (ib & 1))) & 15) + 1;
-            isum = simd_dot_u8s8_scaled(isum, simd_grid4x8(quant_iq3s_grid, idx), ys, _mm256_set1_epi16((short)ls));
+            __m256i pm1;
+            const __m256i g = simd_iq3s_grid(&x[b], ib, &pm1);
+            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), pm1);
+            isum = simd_dot_u8s8_scaled(isum, g, ys, _mm256_set1_epi16((short)(2 * simd_iq3s_scale(&x[b], ib) + 1)));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
     }
     *s = simd_hsum_ps(acc);
 }
 
-/* ---- Q1_0 against Q8_0: x = bit ? d : -d, four Q8_0 blocks per Q1_0 block ---------------------------
- * Per Q8_0 block: y negated where the bit is clear, summed against bytes of 1; acc += sum * (dx * dy). */
+/* Q1_0 against Q8_0: x = bit ? d : -d, four Q8_0 blocks per Q1_0 block. Per Q8_0 block: y negated where
+ * the bit is clear, summed against bytes of 1; acc += sum * (dx * dy). */
 static void SIMD_NAME(q1_0_vec_dot_q8_0)(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q1_0 *x = vx;
     const block_q8_0 *y = vy;
@@ -260,6 +314,114 @@ static void SIMD_NAME(q1_0_vec_dot_q8_0)(int64_t n, float *s, const void *vx, co
     *s = simd_hsum_ps(acc);
 }
 
+/* ---- u8 forms (quant.h; the scalar ones in iq1.c, iq2.c, iq3.c, q1_0.c say why each is exact) ----------
+ * u = off + the signed value per byte, from the same unpacking as the dot products; S is formed by the
+ * scalar code's float expression, so every ISA writes the same bytes and floats (test_gemm checks them
+ * against to_float bit for bit). */
+
+static void SIMD_NAME(iq1_s_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq1_s *x = vx;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const float d = _cvtsh_ss(x[b].d);
+        for (int ib = 0; ib < QK_K / 32; ib++, u += 32) { /* u = 8g +- 1 + 9 */
+            const unsigned qh = x[b].qh[ib];
+            *S++ = d * (float)(2 * ((qh >> 12) & 7) + 1) * 0.125f;
+            const __m256i g8 = _mm256_sign_epi8(_mm256_set1_epi8(8), simd_iq1s_grid(&x[b], ib));
+            simd_st(u, _mm256_add_epi8(g8, _mm256_set1_epi8(qh & 0x8000 ? 9 - 1 : 9 + 1)));
+        }
+    }
+}
+
+static void SIMD_NAME(iq1_m_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq1_m *x = vx;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        uint16_t sc[4];
+        const float d = simd_iq1m_d(&x[b], sc);
+        for (int m = 0; m < QK_K / 16; m++) *S++ = d * (float)(2 * simd_iq1m_scale(sc, m) + 1) * 0.125f;
+        for (int ib = 0; ib < QK_K / 32; ib++, u += 32)
+            simd_st(u, _mm256_add_epi8(simd_iq1m_values(&x[b], ib), _mm256_set1_epi8(9)));
+    }
+}
+
+static void SIMD_NAME(iq2_xxs_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq2_xxs *x = vx;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const float d = _cvtsh_ss(x[b].d);
+        for (int ib = 0; ib < QK_K / 32; ib++, u += 32) {
+            __m256i pm1;
+            int sc;
+            const __m256i g = simd_iq2xxs_grid(&x[b], ib, &pm1, &sc);
+            *S++ = simd_iq2_db(d, sc);
+            simd_st(u, simd_grid_u8(g, pm1, 43));
+        }
+    }
+}
+
+/* IQ2_XS / IQ2_S: S per 16 values */
+#define SIMD_IQ2_U8(NAME, BLOCK, UNPACK)                                                                    \
+    static void SIMD_NAME(NAME)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {               \
+        (void)M;                                                                                           \
+        const BLOCK *x = vx;                                                                               \
+        for (int64_t b = 0; b < n / QK_K; b++) {                                                           \
+            const float d = _cvtsh_ss(x[b].d);                                                             \
+            for (int m = 0; m < QK_K / 16; m++) *S++ = simd_iq2_db(d, simd_iq2_scale(x[b].scales, m));     \
+            for (int ib = 0; ib < QK_K / 32; ib++, u += 32) {                                              \
+                __m256i pm1;                                                                               \
+                const __m256i g = UNPACK(&x[b], ib, &pm1);                                                 \
+                simd_st(u, simd_grid_u8(g, pm1, 43));                                                      \
+            }                                                                                              \
+        }                                                                                                  \
+    }
+SIMD_IQ2_U8(iq2_xs_to_u8, block_iq2_xs, simd_iq2xs_grid)
+SIMD_IQ2_U8(iq2_s_to_u8, block_iq2_s, simd_iq2s_grid)
+
+static void SIMD_NAME(iq3_xxs_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq3_xxs *x = vx;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const float d = _cvtsh_ss(x[b].d);
+        for (int ib = 0; ib < QK_K / 32; ib++, u += 32) {
+            __m256i pm1;
+            int sc;
+            const __m256i g = simd_iq3xxs_grid(&x[b], ib, &pm1, &sc);
+            *S++ = d * (0.5f + (float)sc) * 0.5f;
+            simd_st(u, simd_grid_u8(g, pm1, 62));
+        }
+    }
+}
+
+static void SIMD_NAME(iq3_s_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq3_s *x = vx;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const float d = _cvtsh_ss(x[b].d);
+        for (int ib = 0; ib < QK_K / 32; ib++, u += 32) {
+            __m256i pm1;
+            const __m256i g = simd_iq3s_grid(&x[b], ib, &pm1);
+            *S++ = d * (float)(1 + 2 * simd_iq3s_scale(&x[b], ib));
+            simd_st(u, simd_grid_u8(g, pm1, 15));
+        }
+    }
+}
+
+/* Q1_0: u = 2 * bit */
+static void SIMD_NAME(q1_0_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_q1_0 *x = vx;
+    for (int64_t i = 0; i < n / QK1_0; i++) {
+        const float d = _cvtsh_ss(x[i].d);
+        for (int k = 0; k < QK1_0 / 32; k++, u += 32) {
+            uint32_t bits;
+            memcpy(&bits, x[i].qs + 4 * k, sizeof bits);
+            *S++ = d;
+            simd_st(u, _mm256_and_si256(simd_bits_to_bytes(bits), _mm256_set1_epi8(2)));
+        }
+    }
+}
+
 static void SIMD_NAME(simd_x86_register_iquants)(quant_table t, enum quant_isa isa) {
     t[QT_IQ1_S][isa] = (quant_ops){.vec_dot = SIMD_NAME(iq1_s_vec_dot_q8_k), .vec_dot_type = QT_Q8_K};
     t[QT_IQ1_M][isa] = (quant_ops){.vec_dot = SIMD_NAME(iq1_m_vec_dot_q8_k), .vec_dot_type = QT_Q8_K};
@@ -269,6 +431,14 @@ static void SIMD_NAME(simd_x86_register_iquants)(quant_table t, enum quant_isa i
     t[QT_IQ3_XXS][isa] = (quant_ops){.vec_dot = SIMD_NAME(iq3_xxs_vec_dot_q8_k), .vec_dot_type = QT_Q8_K};
     t[QT_IQ3_S][isa] = (quant_ops){.vec_dot = SIMD_NAME(iq3_s_vec_dot_q8_k), .vec_dot_type = QT_Q8_K};
     t[QT_Q1_0][isa] = (quant_ops){.vec_dot = SIMD_NAME(q1_0_vec_dot_q8_0), .vec_dot_type = QT_Q8_0};
+    t[QT_IQ1_S][isa].u8.to_u8 = SIMD_NAME(iq1_s_to_u8);
+    t[QT_IQ1_M][isa].u8.to_u8 = SIMD_NAME(iq1_m_to_u8);
+    t[QT_IQ2_XXS][isa].u8.to_u8 = SIMD_NAME(iq2_xxs_to_u8);
+    t[QT_IQ2_XS][isa].u8.to_u8 = SIMD_NAME(iq2_xs_to_u8);
+    t[QT_IQ2_S][isa].u8.to_u8 = SIMD_NAME(iq2_s_to_u8);
+    t[QT_IQ3_XXS][isa].u8.to_u8 = SIMD_NAME(iq3_xxs_to_u8);
+    t[QT_IQ3_S][isa].u8.to_u8 = SIMD_NAME(iq3_s_to_u8);
+    t[QT_Q1_0][isa].u8.to_u8 = SIMD_NAME(q1_0_to_u8);
 }
 
 #endif
