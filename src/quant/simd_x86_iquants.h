@@ -102,11 +102,10 @@ static inline __m256i simd_iq1m_values(const block_iq1_m *b, int ib) {
 }
 
 /* IQ2_XXS: per 32 values 4 grid indices (aux[0]) and 4 x 7 sign bits with s in bits 28..31 (aux[1]) */
-static inline __m256i simd_iq2xxs_grid(const block_iq2_xxs *b, int ib, __m256i *pm1, int *s) {
+static inline __m256i simd_iq2xxs_grid(const block_iq2_xxs *b, int ib, __m256i *pm1) {
     uint32_t aux[2];
     memcpy(aux, b->qs + 4 * ib, sizeof aux);
     *pm1 = simd_ksigns4(aux[1]);
-    *s = (int)(aux[1] >> 28);
     return simd_grid8x4(quant_iq2xxs_grid[aux[0] & 255], quant_iq2xxs_grid[(aux[0] >> 8) & 255],
                         quant_iq2xxs_grid[(aux[0] >> 16) & 255], quant_iq2xxs_grid[aux[0] >> 24]);
 }
@@ -133,13 +132,12 @@ static inline __m256i simd_iq2s_grid(const block_iq2_s *b, int ib, __m256i *pm1)
 }
 
 /* IQ3_XXS: 8 x 8-bit indices into 4-value rows, and IQ2_XXS's sign / scale word at qs[64 + 4ib] */
-static inline __m256i simd_iq3xxs_grid(const block_iq3_xxs *b, int ib, __m256i *pm1, int *s) {
+static inline __m256i simd_iq3xxs_grid(const block_iq3_xxs *b, int ib, __m256i *pm1) {
     const uint8_t *q = b->qs + 8 * ib;
     const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
     uint32_t aux;
     memcpy(&aux, b->qs + QK_K / 4 + 4 * ib, sizeof aux);
     *pm1 = simd_ksigns4(aux);
-    *s = (int)(aux >> 28);
     return simd_grid4x8(quant_iq3xxs_grid, idx);
 }
 
@@ -155,8 +153,20 @@ static inline __m256i simd_iq3s_grid(const block_iq3_s *b, int ib, __m256i *pm1)
     return simd_grid4x8(quant_iq3s_grid, idx);
 }
 
-/* IQ3_S's 4-bit scale of 32 values ib */
-static inline int simd_iq3s_scale(const block_iq3_s *b, int ib) { return (b->scales[ib / 2] >> (4 * (ib & 1))) & 15; }
+/* ---- scales: the 4-bit s of sub-block j (IQ2_XS / IQ2_S: 16 values, the others 32), the pmaddwd
+ * multipliers 2s + 1 of values 32 ib .. 32 ib + 31, and the u8 forms' S as the scalar code forms it ---- */
+static inline int simd_iq2xxs_s(const block_iq2_xxs *b, int j) { return b->qs[4 * j + 3] >> 12; }
+static inline int simd_iq2xs_s(const block_iq2_xs *b, int j) { return simd_iq2_scale(b->scales, j); }
+static inline int simd_iq2s_s(const block_iq2_s *b, int j) { return simd_iq2_scale(b->scales, j); }
+static inline int simd_iq3xxs_s(const block_iq3_xxs *b, int j) { return b->qs[QK_K / 4 + 4 * j + 3] >> 4; }
+static inline int simd_iq3s_s(const block_iq3_s *b, int j) { return (b->scales[j / 2] >> (4 * (j & 1))) & 15; }
+
+/* one scale per 32 values (S_FN(b, ib)), or two per 32 (S_FN(b, 2ib), S_FN(b, 2ib + 1)) */
+#define SIMD_LS32(S_FN, b, ib) _mm256_set1_epi16((short)(2 * S_FN(b, ib) + 1))
+#define SIMD_LS16(S_FN, b, ib) simd_scale2(2 * S_FN(b, 2 * (ib)) + 1, 2 * S_FN(b, 2 * (ib) + 1) + 1)
+
+static inline float simd_iq3xxs_db(float d, int s) { return d * (0.5f + (float)s) * 0.5f; }
+static inline float simd_iq3s_db(float d, int s) { return d * (float)(1 + 2 * s); }
 
 /* ---- dot products ------------------------------------------------------------------------------------- */
 
@@ -209,28 +219,10 @@ static void SIMD_NAME(iq1_m_vec_dot_q8_k)(int64_t n, float *s, const void *vx, c
     *s = 0.125f * simd_hsum_ps(acc);
 }
 
-/* IQ2_XXS, IQ2_XS, IQ2_S: x = d * (2s + 1) / 8 * grid * sign; sum (2s + 1) * grid . (y * sign) */
-static void SIMD_NAME(iq2_xxs_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
-    const block_iq2_xxs *x = vx;
-    const block_q8_K *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        simd_prefetch(&x[b], (int)sizeof x[b]);
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            __m256i pm1;
-            int sc;
-            const __m256i g = simd_iq2xxs_grid(&x[b], ib, &pm1, &sc);
-            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), pm1);
-            isum = simd_dot_u8s8_scaled(isum, g, ys, _mm256_set1_epi16((short)(2 * sc + 1)));
-        }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
-    }
-    *s = 0.125f * simd_hsum_ps(acc);
-}
-
-/* the IQ2_XS / IQ2_S loop: UNPACK(block, ib, &pm1) gives the grid magnitudes; s per 16 values */
-#define SIMD_IQ2_DOT(NAME, BLOCK, UNPACK)                                                                      \
+/* IQ2_* and IQ3_*: x = d * (2s + 1) * c * grid * sign, c = 1/8 (IQ2), 1/4 (IQ3_XXS), 1 (IQ3_S): per 32 values
+ * (2s + 1) * grid . (y * sign); the row's sum times c. UNPACK(block, ib, &pm1) gives the grid magnitudes
+ * and signs, LS(S_FN, block, ib) the multipliers. */
+#define SIMD_GRID_DOT(NAME, BLOCK, UNPACK, LS, S_FN, C)                                                        \
     static void SIMD_NAME(NAME)(int64_t n, float *s, const void *vx, const void *vy) {                         \
         const BLOCK *x = vx;                                                                                   \
         const block_q8_K *y = vy;                                                                              \
@@ -242,55 +234,17 @@ static void SIMD_NAME(iq2_xxs_vec_dot_q8_k)(int64_t n, float *s, const void *vx,
                 __m256i pm1;                                                                                   \
                 const __m256i g = UNPACK(&x[b], ib, &pm1);                                                     \
                 const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), pm1);                          \
-                const __m256i ls = simd_scale2(2 * simd_iq2_scale(x[b].scales, 2 * ib) + 1,                    \
-                                               2 * simd_iq2_scale(x[b].scales, 2 * ib + 1) + 1);               \
-                isum = simd_dot_u8s8_scaled(isum, g, ys, ls);                                                  \
+                isum = simd_dot_u8s8_scaled(isum, g, ys, LS(S_FN, &x[b], ib));                                 \
             }                                                                                                  \
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc); \
         }                                                                                                      \
-        *s = 0.125f * simd_hsum_ps(acc);                                                                       \
+        *s = (C) * simd_hsum_ps(acc);                                                                          \
     }
-SIMD_IQ2_DOT(iq2_xs_vec_dot_q8_k, block_iq2_xs, simd_iq2xs_grid)
-SIMD_IQ2_DOT(iq2_s_vec_dot_q8_k, block_iq2_s, simd_iq2s_grid)
-
-/* IQ3_XXS: x = d * (2s + 1) / 4 * grid * sign */
-static void SIMD_NAME(iq3_xxs_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
-    const block_iq3_xxs *x = vx;
-    const block_q8_K *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        simd_prefetch(&x[b], (int)sizeof x[b]);
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            __m256i pm1;
-            int sc;
-            const __m256i g = simd_iq3xxs_grid(&x[b], ib, &pm1, &sc);
-            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), pm1);
-            isum = simd_dot_u8s8_scaled(isum, g, ys, _mm256_set1_epi16((short)(2 * sc + 1)));
-        }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
-    }
-    *s = 0.25f * simd_hsum_ps(acc);
-}
-
-/* IQ3_S: x = d * (2s + 1) * grid * sign */
-static void SIMD_NAME(iq3_s_vec_dot_q8_k)(int64_t n, float *s, const void *vx, const void *vy) {
-    const block_iq3_s *x = vx;
-    const block_q8_K *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        simd_prefetch(&x[b], (int)sizeof x[b]);
-        __m256i isum = _mm256_setzero_si256();
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            __m256i pm1;
-            const __m256i g = simd_iq3s_grid(&x[b], ib, &pm1);
-            const __m256i ys = _mm256_sign_epi8(simd_ld(y[b].qs + 32 * ib), pm1);
-            isum = simd_dot_u8s8_scaled(isum, g, ys, _mm256_set1_epi16((short)(2 * simd_iq3s_scale(&x[b], ib) + 1)));
-        }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(x[b].d) * y[b].d), acc);
-    }
-    *s = simd_hsum_ps(acc);
-}
+SIMD_GRID_DOT(iq2_xxs_vec_dot_q8_k, block_iq2_xxs, simd_iq2xxs_grid, SIMD_LS32, simd_iq2xxs_s, 0.125f)
+SIMD_GRID_DOT(iq2_xs_vec_dot_q8_k, block_iq2_xs, simd_iq2xs_grid, SIMD_LS16, simd_iq2xs_s, 0.125f)
+SIMD_GRID_DOT(iq2_s_vec_dot_q8_k, block_iq2_s, simd_iq2s_grid, SIMD_LS16, simd_iq2s_s, 0.125f)
+SIMD_GRID_DOT(iq3_xxs_vec_dot_q8_k, block_iq3_xxs, simd_iq3xxs_grid, SIMD_LS32, simd_iq3xxs_s, 0.25f)
+SIMD_GRID_DOT(iq3_s_vec_dot_q8_k, block_iq3_s, simd_iq3s_grid, SIMD_LS32, simd_iq3s_s, 1.0f)
 
 /* Q1_0 against Q8_0: x = bit ? d : -d, four Q8_0 blocks per Q1_0 block. Per Q8_0 block: y negated where
  * the bit is clear, summed against bytes of 1; acc += sum * (dx * dy). */
@@ -345,67 +299,26 @@ static void SIMD_NAME(iq1_m_to_u8)(const void *vx, uint8_t *u, float *S, float *
     }
 }
 
-static void SIMD_NAME(iq2_xxs_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
-    (void)M;
-    const block_iq2_xxs *x = vx;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const float d = _cvtsh_ss(x[b].d);
-        for (int ib = 0; ib < QK_K / 32; ib++, u += 32) {
-            __m256i pm1;
-            int sc;
-            const __m256i g = simd_iq2xxs_grid(&x[b], ib, &pm1, &sc);
-            *S++ = simd_iq2_db(d, sc);
-            simd_st(u, simd_grid_u8(g, pm1, 43));
-        }
-    }
-}
-
-/* IQ2_XS / IQ2_S: S per 16 values */
-#define SIMD_IQ2_U8(NAME, BLOCK, UNPACK)                                                                    \
+/* IQ2_* and IQ3_*: u = off + grid * sign, off the largest magnitude; S = DB(d, s) per sub-block of SB */
+#define SIMD_GRID_U8(NAME, BLOCK, UNPACK, S_FN, SB, DB, OFF)                                                \
     static void SIMD_NAME(NAME)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {               \
         (void)M;                                                                                           \
         const BLOCK *x = vx;                                                                               \
         for (int64_t b = 0; b < n / QK_K; b++) {                                                           \
             const float d = _cvtsh_ss(x[b].d);                                                             \
-            for (int m = 0; m < QK_K / 16; m++) *S++ = simd_iq2_db(d, simd_iq2_scale(x[b].scales, m));     \
+            for (int j = 0; j < QK_K / (SB); j++) *S++ = DB(d, S_FN(&x[b], j));                            \
             for (int ib = 0; ib < QK_K / 32; ib++, u += 32) {                                              \
                 __m256i pm1;                                                                               \
                 const __m256i g = UNPACK(&x[b], ib, &pm1);                                                 \
-                simd_st(u, simd_grid_u8(g, pm1, 43));                                                      \
+                simd_st(u, simd_grid_u8(g, pm1, OFF));                                                     \
             }                                                                                              \
         }                                                                                                  \
     }
-SIMD_IQ2_U8(iq2_xs_to_u8, block_iq2_xs, simd_iq2xs_grid)
-SIMD_IQ2_U8(iq2_s_to_u8, block_iq2_s, simd_iq2s_grid)
-
-static void SIMD_NAME(iq3_xxs_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
-    (void)M;
-    const block_iq3_xxs *x = vx;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const float d = _cvtsh_ss(x[b].d);
-        for (int ib = 0; ib < QK_K / 32; ib++, u += 32) {
-            __m256i pm1;
-            int sc;
-            const __m256i g = simd_iq3xxs_grid(&x[b], ib, &pm1, &sc);
-            *S++ = d * (0.5f + (float)sc) * 0.5f;
-            simd_st(u, simd_grid_u8(g, pm1, 62));
-        }
-    }
-}
-
-static void SIMD_NAME(iq3_s_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
-    (void)M;
-    const block_iq3_s *x = vx;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const float d = _cvtsh_ss(x[b].d);
-        for (int ib = 0; ib < QK_K / 32; ib++, u += 32) {
-            __m256i pm1;
-            const __m256i g = simd_iq3s_grid(&x[b], ib, &pm1);
-            *S++ = d * (float)(1 + 2 * simd_iq3s_scale(&x[b], ib));
-            simd_st(u, simd_grid_u8(g, pm1, 15));
-        }
-    }
-}
+SIMD_GRID_U8(iq2_xxs_to_u8, block_iq2_xxs, simd_iq2xxs_grid, simd_iq2xxs_s, 32, simd_iq2_db, 43)
+SIMD_GRID_U8(iq2_xs_to_u8, block_iq2_xs, simd_iq2xs_grid, simd_iq2xs_s, 16, simd_iq2_db, 43)
+SIMD_GRID_U8(iq2_s_to_u8, block_iq2_s, simd_iq2s_grid, simd_iq2s_s, 16, simd_iq2_db, 43)
+SIMD_GRID_U8(iq3_xxs_to_u8, block_iq3_xxs, simd_iq3xxs_grid, simd_iq3xxs_s, 32, simd_iq3xxs_db, 62)
+SIMD_GRID_U8(iq3_s_to_u8, block_iq3_s, simd_iq3s_grid, simd_iq3s_s, 32, simd_iq3s_db, 15)
 
 /* Q1_0: u = 2 * bit */
 static void SIMD_NAME(q1_0_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
