@@ -3,8 +3,9 @@
  * model_load opens a GGUF, reads `general.architecture`, and hands it to that architecture's loader
  * (qwen35.c, ...), which checks every tensor's presence, shape and type and binds it through the backend.
  * Errors name the tensor or key and say what was expected and found.
- * Ownership: a model owns its gguf_file (weights may point into its mapping) and the backend's weight
- * storage; it does not own the backend, which must outlive it. */
+ * Ownership: a model owns its gguf_file (weights may point into its mapping), the backend's weight
+ * storage and the F32 copies of widened tensors (model_bind_f32); it does not own the backend, which must
+ * outlive it. */
 #ifndef LLM170_ENGINE_MODEL_H
 #define LLM170_ENGINE_MODEL_H
 
@@ -174,6 +175,8 @@ struct model {
     weight output_hc_norm, output_hc_down, output_hc_up; /* qwen4exp's final mixer: {S*C}, {S*C, R}, {R, S*C} */
     weight per_layer_token_embd; /* qwen4exp PLE n-gram table {d_p, rows} */
     layer *layers;       /* n_block */
+    void **owned;        /* n_owned host buffers (model_bind_f32's widened copies), freed by model_free */
+    int n_owned;
 };
 
 /* Loads path on backend be. Returns 0 and *out, or a negative err code with a message. */
@@ -187,6 +190,10 @@ void model_free(model *m);
 int model_bind(model *m, weight *w, const char *name, int n_dims, const int64_t *ne, bool required, err *e);
 /* Requires an F32 weight (norms, biases, gates read as plain floats). */
 int model_require_f32(const weight *w, err *e);
+/* model_bind for a weight read as plain floats: an F32 tensor binds as it is, an F16 or BF16 one is widened
+ * (exactly) to an F32 copy the model owns and that copy is bound, any other type is an error naming it.
+ * For small tensors a converter may store in half precision that llama.cpp's graph casts to F32. */
+int model_bind_f32(model *m, weight *w, const char *name, int n_dims, const int64_t *ne, bool required, err *e);
 /* Reads "{arch}.{key}" as u32 into *out (required) */
 int model_get_u32(model *m, const char *key, int *out, err *e);
 /* Reads "{arch}.{key}" as f32 into *out; an absent key leaves *out unchanged when !required. */

@@ -150,14 +150,14 @@ typedef struct tensor_def {
     char dims[3]; /* C: n_embd, W: S*C, R: rank, E: experts, I/J: expert / shared width, S: streams, K: GDN conv,
                    * X: GDN conv channels, V: Hv*Dv, H: Hv, v: Dv, Q: 2*Hq*D, k: Hkv*D, O: Hq*D, D: head dim,
                    * i: Hi*Di, d: Di, P: PLE input (n_p*d_p), p: PLE conv kernel */
-    bool f32;
+    enum { ANY_TYPE, F32, F32W } f32; /* 0: any type; F32W: F32, or F16 / BF16 widened at load (model_bind_f32) */
 } tensor_def;
 
 #define F(x) offsetof(layer, x)
 static const tensor_def tensors[] = {
-    {"hc_attn_norm.weight", F(hc_attn_norm), ALL, 1, "W", true}, {"hc_attn_down.weight", F(hc_attn_down), ALL, 2, "WR", 0},
+    {"hc_attn_norm.weight", F(hc_attn_norm), ALL, 1, "W", F32},  {"hc_attn_down.weight", F(hc_attn_down), ALL, 2, "WR", 0},
     {"hc_attn_up.weight", F(hc_attn_up), ALL, 2, "RW", 0},       {"hc_attn_inject.weight", F(hc_attn_inject), ALL, 2, "WS", 0},
-    {"hc_ffn_norm.weight", F(hc_ffn_norm), ALL, 1, "W", true},   {"hc_ffn_down.weight", F(hc_ffn_down), ALL, 2, "WR", 0},
+    {"hc_ffn_norm.weight", F(hc_ffn_norm), ALL, 1, "W", F32},    {"hc_ffn_down.weight", F(hc_ffn_down), ALL, 2, "WR", 0},
     {"hc_ffn_up.weight", F(hc_ffn_up), ALL, 2, "RW", 0},         {"hc_ffn_inject.weight", F(hc_ffn_inject), ALL, 2, "WS", 0},
     {"ffn_gate_inp.weight", F(ffn_gate_inp), ALL, 2, "CE", 0},   {"ffn_gate_exps.weight", F(ffn_gate_exps), ALL, 3, "CIE", 0},
     {"ffn_up_exps.weight", F(ffn_up_exps), ALL, 3, "CIE", 0},    {"ffn_down_exps.weight", F(ffn_down_exps), ALL, 3, "ICE", 0},
@@ -165,18 +165,18 @@ static const tensor_def tensors[] = {
     {"ffn_gate_shexp.weight", F(ffn_gate_shexp), ALL, 2, "CJ", 0}, {"ffn_up_shexp.weight", F(ffn_up_shexp), ALL, 2, "CJ", 0},
     {"ffn_down_shexp.weight", F(ffn_down_shexp), ALL, 2, "JC", 0},
     {"attn_qkv.weight", F(attn_qkv), GDN, 2, "CX", 0},           {"attn_gate.weight", F(attn_gate), GDN, 2, "CV", 0},
-    {"ssm_conv1d.weight", F(ssm_conv1d), GDN, 2, "KX", true},    {"ssm_dt.bias", F(ssm_dt), GDN, 1, "H", true},
-    {"ssm_a", F(ssm_a), GDN, 1, "H", true},                      {"ssm_beta.weight", F(ssm_beta), GDN, 2, "CH", 0},
-    {"ssm_alpha.weight", F(ssm_alpha), GDN, 2, "CH", 0},         {"ssm_norm.weight", F(ssm_norm), GDN, 1, "v", true},
+    {"ssm_conv1d.weight", F(ssm_conv1d), GDN, 2, "KX", F32},     {"ssm_dt.bias", F(ssm_dt), GDN, 1, "H", F32},
+    {"ssm_a", F(ssm_a), GDN, 1, "H", F32},                       {"ssm_beta.weight", F(ssm_beta), GDN, 2, "CH", 0},
+    {"ssm_alpha.weight", F(ssm_alpha), GDN, 2, "CH", 0},         {"ssm_norm.weight", F(ssm_norm), GDN, 1, "v", F32},
     {"ssm_out.weight", F(ssm_out), GDN, 2, "VC", 0},
     {"attn_q.weight", F(attn_q), QSA, 2, "CQ", 0},               {"attn_k.weight", F(attn_k), QSA, 2, "Ck", 0},
     {"attn_v.weight", F(attn_v), QSA, 2, "Ck", 0},               {"attn_output.weight", F(attn_output), QSA, 2, "OC", 0},
-    {"attn_q_norm.weight", F(attn_q_norm), QSA, 1, "D", true},   {"attn_k_norm.weight", F(attn_k_norm), QSA, 1, "D", true},
+    {"attn_q_norm.weight", F(attn_q_norm), QSA, 1, "D", F32},    {"attn_k_norm.weight", F(attn_k_norm), QSA, 1, "D", F32},
     {"indexer.q_proj.weight", F(idx_q_proj), QSA, 2, "Ci", 0},   {"indexer.k_proj.weight", F(idx_k_proj), QSA, 2, "Cd", 0},
-    {"indexer.q_norm.weight", F(idx_q_norm), QSA, 1, "d", true}, {"indexer.k_norm.weight", F(idx_k_norm), QSA, 1, "d", true},
+    {"indexer.q_norm.weight", F(idx_q_norm), QSA, 1, "d", F32},  {"indexer.k_norm.weight", F(idx_k_norm), QSA, 1, "d", F32},
     {"ple_key.weight", F(ple_key), PLE, 2, "PW", 0},             {"ple_value.weight", F(ple_value), PLE, 2, "PC", 0},
-    {"ple_norm_key.weight", F(ple_norm_key), PLE, 1, "W", true}, {"ple_norm_query.weight", F(ple_norm_query), PLE, 1, "W", true},
-    {"ple_norm_conv.weight", F(ple_norm_conv), PLE, 1, "W", true}, {"ple_conv1d.weight", F(ple_conv1d), PLE, 2, "pW", true},
+    {"ple_norm_key.weight", F(ple_norm_key), PLE, 1, "W", F32},  {"ple_norm_query.weight", F(ple_norm_query), PLE, 1, "W", F32},
+    {"ple_norm_conv.weight", F(ple_norm_conv), PLE, 1, "W", F32},  {"ple_conv1d.weight", F(ple_conv1d), PLE, 2, "pW", F32W},
 };
 #undef F
 
@@ -251,8 +251,9 @@ static int qwen4exp_load(model *m, err *e) {
             int64_t ne[3];
             for (int d = 0; d < t->nd; d++) ne[d] = dim_of(hp, t->dims[d]);
             weight *w = (weight *)((char *)L + t->field);
-            if ((rc = model_bind(m, w, name, t->nd, ne, true, e))) return rc;
-            if (t->f32 && (rc = model_require_f32(w, e))) return rc;
+            if (t->f32 == F32W) rc = model_bind_f32(m, w, name, t->nd, ne, true, e);
+            else if (!(rc = model_bind(m, w, name, t->nd, ne, true, e)) && t->f32 == F32) rc = model_require_f32(w, e);
+            if (rc) return rc;
         }
     }
     return 0;

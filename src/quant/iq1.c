@@ -10,7 +10,10 @@
  * to_float mirrors gguf-py's float32 order: dl = d * float(2s + 1), then dl * (grid + delta).
  * vec_dot: sum dl * (g + delta) * q8 = d * (ls * sum(g * q8) + delta * ls * sum(q8)); both sums are exact
  * integers, the delta (+-1/8) is applied once per block. The sums of q8 are taken from qs, not from Q8_K's
- * bsums, so this reference does not depend on how bsums were filled. */
+ * bsums, so this reference does not depend on how bsums were filled.
+ * u8 form (quant.h): 8 (g + delta) = 8g +- 1 is an integer in -9..9, so u = 8g +- 1 + 9 (umax 18, off 9)
+ * and S = dl * 0.125 (exact: a power of two), one S per scale (IQ1_S: 32 values, IQ1_M: 16). S * (u - 9)
+ * is dl * (g + delta) rounded once, as to_float's product. */
 #include <string.h>
 
 #include "base/fp16.h"
@@ -64,6 +67,23 @@ void iq1_s_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
         sumf += fp16_to_f32(x[i].d) * y[i].d * ((float)sumi + IQ1_DELTA * (float)sumi1);
     }
     *s = sumf;
+}
+
+void iq1_s_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq1_s *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            const unsigned qh = x[i].qh[ib];
+            *S++ = d * (float)(2 * ((qh >> 12) & 7) + 1) * IQ1_DELTA;
+            const int delta = (qh & 0x8000) ? -1 : 1;
+            for (int l = 0; l < 4; l++) {
+                const int8_t *g = quant_iq1s_grid[x[i].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
+                for (int j = 0; j < 8; j++) *u++ = (uint8_t)(8 * g[j] + delta + 9);
+            }
+        }
+    }
 }
 
 /* ---- IQ1_M ---- */
@@ -122,7 +142,25 @@ void iq1_m_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sumf;
 }
 
+void iq1_m_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq1_m *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint16_t sc[4];
+        const float d = iq1m_scales(&x[i], sc);
+        for (int m = 0; m < QK_K / 16; m++) *S++ = d * (float)(2 * iq1m_scale(sc, m) + 1) * IQ1_DELTA;
+        for (int k = 0; k < QK_K / 8; k++) {
+            const unsigned nib = iq1m_nibble(&x[i], k);
+            const int delta = (nib & 8) ? -1 : 1;
+            const int8_t *g = quant_iq1s_grid[x[i].qs[k] | ((nib & 7) << 8)];
+            for (int j = 0; j < 8; j++) *u++ = (uint8_t)(8 * g[j] + delta + 9);
+        }
+    }
+}
+
 void quant_register_iq1(quant_table t) {
     t[QT_IQ1_S][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq1_s_to_float, .from_float = NULL, .vec_dot = iq1_s_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
     t[QT_IQ1_M][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq1_m_to_float, .from_float = NULL, .vec_dot = iq1_m_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_IQ1_S][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq1_s_to_u8, .sb = 32, .off = 9, .umax = 18};
+    t[QT_IQ1_M][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq1_m_to_u8, .sb = 16, .off = 9, .umax = 18};
 }

@@ -8,7 +8,9 @@
  *            explicit sign bits (value v: bit v % 8 of signs[v / 8]); 4-bit scale s per 32 values;
  *            x = d * (1 + 2s) * grid * sign.
  * to_float mirrors gguf-py's float32 order (db first, then (db * grid) * (+-1)). vec_dot sums
- * (2s + 1) * grid * sign * q8 in integers; IQ3_XXS's (0.5 + s) * 0.5 = (2s + 1) / 4 gives a final 0.25. */
+ * (2s + 1) * grid * sign * q8 in integers; IQ3_XXS's (0.5 + s) * 0.5 = (2s + 1) / 4 gives a final 0.25.
+ * u8 form (quant.h): u = off +- grid with off the largest magnitude (IQ3_XXS 62, IQ3_S 15), S = db per
+ * 32 values; S * (u - off) = db * (+-grid), to_float's product with its sign. */
 #include <math.h>
 #include <string.h>
 
@@ -72,6 +74,30 @@ void iq3_xxs_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     *s = 0.25f * sumf;
 }
 
+#define IQ3XXS_U8_OFF 62 /* the largest IQ3_XXS grid magnitude */
+#define IQ3S_U8_OFF 15   /* the largest IQ3_S grid magnitude */
+
+void iq3_xxs_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq3_xxs *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const float d = fp16_to_f32(x[i].d);
+        const uint8_t *idx = x[i].qs;
+        for (int ib = 0; ib < QK_K / 32; ib++, idx += 8) {
+            uint32_t aux;
+            memcpy(&aux, x[i].qs + QK_K / 4 + 4 * ib, sizeof aux);
+            *S++ = d * (0.5f + (float)(aux >> 28)) * 0.5f;
+            for (int l = 0; l < 4; l++) {
+                const uint8_t signs = quant_ksigns_iq2xs[(aux >> (7 * l)) & 127];
+                for (int j = 0; j < 8; j++) {
+                    const int g = quant_iq3xxs_grid[idx[2 * l + j / 4]][j % 4];
+                    *u++ = (uint8_t)((signs >> j) & 1 ? IQ3XXS_U8_OFF - g : IQ3XXS_U8_OFF + g);
+                }
+            }
+        }
+    }
+}
+
 /* ---- IQ3_S ---- */
 
 /* Grid index of group k (4 values): 8 bits from qs[k], bit 8 = bit k % 8 of qh[k / 8]. */
@@ -115,7 +141,22 @@ void iq3_s_vec_dot_q8_k(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sumf;
 }
 
+void iq3_s_to_u8(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
+    (void)M;
+    const block_iq3_s *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int ib = 0; ib < QK_K / 32; ib++) *S++ = d * (float)(1 + 2 * iq3s_scale(&x[i], ib));
+        for (int v = 0; v < QK_K; v++) {
+            const int g = quant_iq3s_grid[iq3s_index(&x[i], v / 4)][v % 4];
+            *u++ = (uint8_t)((x[i].signs[v / 8] >> (v % 8)) & 1 ? IQ3S_U8_OFF - g : IQ3S_U8_OFF + g);
+        }
+    }
+}
+
 void quant_register_iq3(quant_table t) {
     t[QT_IQ3_XXS][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq3_xxs_to_float, .from_float = NULL, .vec_dot = iq3_xxs_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
     t[QT_IQ3_S][QUANT_ISA_SCALAR] = (quant_ops){.to_float = iq3_s_to_float, .from_float = NULL, .vec_dot = iq3_s_vec_dot_q8_k, .vec_dot_type = QT_Q8_K};
+    t[QT_IQ3_XXS][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq3_xxs_to_u8, .sb = 32, .off = IQ3XXS_U8_OFF, .umax = 2 * IQ3XXS_U8_OFF};
+    t[QT_IQ3_S][QUANT_ISA_SCALAR].u8 = (quant_u8_form){.to_u8 = iq3_s_to_u8, .sb = 32, .off = IQ3S_U8_OFF, .umax = 2 * IQ3S_U8_OFF};
 }

@@ -3,7 +3,8 @@
  * entry of its types: to_float (bit-exact with gguf-py 0.19's numpy dequantize), from_float where a
  * reference quantizer exists, and vec_dot against the activation type llama.cpp pairs with the type.
  * The functions are declared here (named as in scalar.h: <type>_to_float, <type>_from_float,
- * <type>_vec_dot_<activation>) so SIMD variants can hand tails to them and tests can name them.
+ * <type>_vec_dot_<activation>, <type>_to_u8 for prefill's u8 forms) so SIMD variants can hand tails to
+ * them and tests can name them.
  *   iq1.c   IQ1_S, IQ1_M               (vec_dot with Q8_K)
  *   iq2.c   IQ2_XXS, IQ2_XS, IQ2_S     (vec_dot with Q8_K)
  *   iq3.c   IQ3_XXS, IQ3_S             (vec_dot with Q8_K)
@@ -19,20 +20,27 @@
 /* iq1.c */
 void iq1_s_to_float(const void *x, float *y, int64_t n);
 void iq1_s_vec_dot_q8_k(int64_t n, float *s, const void *x, const void *y);
+void iq1_s_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
 void iq1_m_to_float(const void *x, float *y, int64_t n);
 void iq1_m_vec_dot_q8_k(int64_t n, float *s, const void *x, const void *y);
+void iq1_m_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
 /* iq2.c */
 void iq2_xxs_to_float(const void *x, float *y, int64_t n);
 void iq2_xxs_vec_dot_q8_k(int64_t n, float *s, const void *x, const void *y);
+void iq2_xxs_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
 void iq2_xs_to_float(const void *x, float *y, int64_t n);
 void iq2_xs_vec_dot_q8_k(int64_t n, float *s, const void *x, const void *y);
+void iq2_xs_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
 void iq2_s_to_float(const void *x, float *y, int64_t n);
 void iq2_s_vec_dot_q8_k(int64_t n, float *s, const void *x, const void *y);
+void iq2_s_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
 /* iq3.c */
 void iq3_xxs_to_float(const void *x, float *y, int64_t n);
 void iq3_xxs_vec_dot_q8_k(int64_t n, float *s, const void *x, const void *y);
+void iq3_xxs_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
 void iq3_s_to_float(const void *x, float *y, int64_t n);
 void iq3_s_vec_dot_q8_k(int64_t n, float *s, const void *x, const void *y);
+void iq3_s_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
 /* tq.c */
 void tq1_0_to_float(const void *x, float *y, int64_t n);
 void tq1_0_from_float(const float *x, void *y, int64_t n);
@@ -51,6 +59,7 @@ void nvfp4_vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y);
 void q1_0_to_float(const void *x, float *y, int64_t n);
 void q1_0_from_float(const float *x, void *y, int64_t n);
 void q1_0_vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y);
+void q1_0_to_u8(const void *x, uint8_t *u, float *S, float *M, int64_t n);
 
 void quant_register_iq1(quant_table t);
 void quant_register_iq2(quant_table t);

@@ -39,6 +39,16 @@
 /* IQ1_S: d (2s + 1) (g + delta), s on 0..7 (E[(2s + 1)^2] = 85), g of quant_iq1s_grid (E[g^2] = 0.594,
  * mean ~0) and delta +-1/8 by a random sign bit (adds 1/64): every 11-bit index is a grid row. */
 #define UNIT_IQ1_S 7.20f
+/* IQ1_M: IQ1_S's values with the 3-bit scale per 16 and the delta sign per 8 values: the same RMS. Its fp16
+ * d has no field of its own (spread over the top nibbles of the four uint16 scales: d_spread below). */
+#define UNIT_IQ1_M 7.20f
+/* IQ2_XS, IQ2_S: IQ2_XXS's (0.5 + s) / 4 with E[grid^2] = 586.48 (512-row grid) and 596.84 (1024 rows);
+ * IQ3_XXS: d (0.5 + s) / 2 * grid, E[grid^2] = 951.64; IQ3_S: d (2s + 1) * grid, E[(2s + 1)^2] = 341,
+ * E[grid^2] = 57.67 (all summed once from the tables). Every byte pattern is a valid index / sign / scale. */
+#define UNIT_IQ2_XS 55.90f
+#define UNIT_IQ2_S 56.39f
+#define UNIT_IQ3_XXS 142.41f
+#define UNIT_IQ3_S 140.24f
 #define UNIT_Q1_0 1.0f /* +-d by one bit: |x| = d always */
 
 /* d values above this would let dmin = 15.5 * d overflow fp16. */
@@ -51,24 +61,30 @@ typedef struct layout {
     long m_off;     /* byte offset of the fp16 dmin / m, or -1 */
     float m_ratio;  /* dmin = m_ratio * d (positive: subtracted), or m = -m_ratio * d for Q4_1/Q5_1 */
     bool m_negated; /* m stored as a signed offset (Q4_1, Q5_1) rather than a subtracted dmin */
+    bool d_spread;  /* IQ1_M: d's 4 nibbles are the top nibbles of the 4 uint16 at d_off (low nibble first) */
 } layout;
 
 static const layout layouts[] = {
-    {QT_Q4_0, UNIT_Q4_0, offsetof(block_q4_0, d), -1, 0, false},
-    {QT_Q4_1, UNIT_Q4_1, offsetof(block_q4_1, d), offsetof(block_q4_1, m), 7.5f, true},
-    {QT_Q5_0, UNIT_Q5_0, offsetof(block_q5_0, d), -1, 0, false},
-    {QT_Q5_1, UNIT_Q5_1, offsetof(block_q5_1, d), offsetof(block_q5_1, m), 15.5f, true},
-    {QT_Q8_0, UNIT_Q8_0, offsetof(block_q8_0, d), -1, 0, false},
-    {QT_Q2_K, UNIT_Q2_K, offsetof(block_q2_K, d), offsetof(block_q2_K, dmin), 1.5f, false},
-    {QT_Q3_K, UNIT_Q3_K, offsetof(block_q3_K, d), -1, 0, false},
-    {QT_Q4_K, UNIT_Q4_K, offsetof(block_q4_K, d), offsetof(block_q4_K, dmin), 7.5f, false},
-    {QT_Q5_K, UNIT_Q5_K, offsetof(block_q5_K, d), offsetof(block_q5_K, dmin), 15.5f, false},
-    {QT_Q6_K, UNIT_Q6_K, offsetof(block_q6_K, d), -1, 0, false},
-    {QT_IQ4_NL, UNIT_IQ4_NL, offsetof(block_iq4_nl, d), -1, 0, false},
-    {QT_IQ4_XS, UNIT_IQ4_XS, offsetof(block_iq4_xs, d), -1, 0, false},
-    {QT_IQ2_XXS, UNIT_IQ2_XXS, offsetof(block_iq2_xxs, d), -1, 0, false},
-    {QT_IQ1_S, UNIT_IQ1_S, offsetof(block_iq1_s, d), -1, 0, false},
-    {QT_Q1_0, UNIT_Q1_0, offsetof(block_q1_0, d), -1, 0, false},
+    {QT_Q4_0, UNIT_Q4_0, offsetof(block_q4_0, d), -1, 0, false, false},
+    {QT_Q4_1, UNIT_Q4_1, offsetof(block_q4_1, d), offsetof(block_q4_1, m), 7.5f, true, false},
+    {QT_Q5_0, UNIT_Q5_0, offsetof(block_q5_0, d), -1, 0, false, false},
+    {QT_Q5_1, UNIT_Q5_1, offsetof(block_q5_1, d), offsetof(block_q5_1, m), 15.5f, true, false},
+    {QT_Q8_0, UNIT_Q8_0, offsetof(block_q8_0, d), -1, 0, false, false},
+    {QT_Q2_K, UNIT_Q2_K, offsetof(block_q2_K, d), offsetof(block_q2_K, dmin), 1.5f, false, false},
+    {QT_Q3_K, UNIT_Q3_K, offsetof(block_q3_K, d), -1, 0, false, false},
+    {QT_Q4_K, UNIT_Q4_K, offsetof(block_q4_K, d), offsetof(block_q4_K, dmin), 7.5f, false, false},
+    {QT_Q5_K, UNIT_Q5_K, offsetof(block_q5_K, d), offsetof(block_q5_K, dmin), 15.5f, false, false},
+    {QT_Q6_K, UNIT_Q6_K, offsetof(block_q6_K, d), -1, 0, false, false},
+    {QT_IQ4_NL, UNIT_IQ4_NL, offsetof(block_iq4_nl, d), -1, 0, false, false},
+    {QT_IQ4_XS, UNIT_IQ4_XS, offsetof(block_iq4_xs, d), -1, 0, false, false},
+    {QT_IQ2_XXS, UNIT_IQ2_XXS, offsetof(block_iq2_xxs, d), -1, 0, false, false},
+    {QT_IQ1_S, UNIT_IQ1_S, offsetof(block_iq1_s, d), -1, 0, false, false},
+    {QT_IQ1_M, UNIT_IQ1_M, offsetof(block_iq1_m, scales), -1, 0, false, true},
+    {QT_IQ2_XS, UNIT_IQ2_XS, offsetof(block_iq2_xs, d), -1, 0, false, false},
+    {QT_IQ2_S, UNIT_IQ2_S, offsetof(block_iq2_s, d), -1, 0, false, false},
+    {QT_IQ3_XXS, UNIT_IQ3_XXS, offsetof(block_iq3_xxs, d), -1, 0, false, false},
+    {QT_IQ3_S, UNIT_IQ3_S, offsetof(block_iq3_s, d), -1, 0, false, false},
+    {QT_Q1_0, UNIT_Q1_0, offsetof(block_q1_0, d), -1, 0, false, false},
 };
 
 static void fill_bytes(uint8_t *p, size_t nbytes, rng *r) {
@@ -84,6 +100,14 @@ static void fill_bytes(uint8_t *p, size_t nbytes, rng *r) {
 }
 
 static void put_half(uint8_t *p, uint16_t h) { memcpy(p, &h, 2); }
+
+/* IQ1_M's d: nibble k of h into bits 12..15 of the k-th uint16 at p, the scale bits below kept. */
+static void put_half_spread(uint8_t *p, uint16_t h) {
+    uint16_t sc[4];
+    memcpy(sc, p, sizeof sc);
+    for (int k = 0; k < 4; k++) sc[k] = (uint16_t)((sc[k] & 0x0fff) | ((h >> (4 * k)) & 15) << 12);
+    memcpy(p, sc, sizeof sc);
+}
 
 /* Plain floats: uniform on [-sqrt(3), sqrt(3)) * scale (RMS = scale), drawn from a table of NLEVEL equally
  * spaced levels (already converted to the destination type) indexed by 10 random bits, so a value costs a
@@ -147,7 +171,8 @@ bool quant_random_blocks(enum qtype t, void *dst, int64_t nblocks, float scale, 
     for (int64_t i = 0; i < nblocks; i++, p += bsize) {
         if ((i & 15) == 0) bits = rng_u64(r);
         const int k = (int)((bits >> (4 * (i & 15))) & 15);
-        put_half(p + L->d_off, dh[k]);
+        if (L->d_spread) put_half_spread(p + L->d_off, dh[k]);
+        else put_half(p + L->d_off, dh[k]);
         if (L->m_off >= 0) put_half(p + L->m_off, mh[k]);
     }
     return true;

@@ -1,9 +1,9 @@
 /* simd_avx512: the AVX-512 (F/BW/VL/DQ/VNNI) quant kernels and their registration under
  * QUANT_ISA_AVX512.
  *
- * The block kernels are the AVX2-shaped ones of simd_x86_legacy.h / simd_x86_kquants.h compiled with
- * VNNI, so each 32-byte dot product is one vpdpbusd (or pmaddubsw + vpdpwssd with per-sub-block scales)
- * instead of pmaddubsw + pmaddwd + paddd. The float types, whose rows are long runs of independent lanes,
+ * The block kernels are the AVX2-shaped ones of simd_x86_legacy.h / simd_x86_kquants.h /
+ * simd_x86_iquants.h compiled with VNNI, so each 32-byte dot product is one vpdpbusd (or pmaddubsw +
+ * vpdpwssd with per-sub-block scales) instead of pmaddubsw + pmaddwd + paddd. The float types, whose rows are long runs of independent lanes,
  * get 512-bit kernels here: 16 floats per register, 4 accumulators (a 4-cycle FMA latency per chain).
  * Two-blocks-per-zmm versions of the Q4_0 / Q8_0 dot products were tried and dropped: +5% / +30% in L2
  * on Zen 4 but -27% / -34% on a Sapphire Rapids-class Xeon, and equal when streaming from memory.
@@ -11,6 +11,7 @@
 #define SIMD_SUFFIX _avx512
 #include "quant/simd_x86_legacy.h"
 #include "quant/simd_x86_kquants.h"
+#include "quant/simd_x86_iquants.h"
 #include "quant/simd_x86_register.h"
 #include "quant/simd_x86_multi.h"
 #include "quant/simd_x86_span.h"
@@ -61,6 +62,7 @@ static void bf16_to_float_avx512w(const void *vx, float *y, int64_t n) {
 
 void quant_register_avx512(quant_table t) {
     SIMD_NAME(simd_x86_register)(t, QUANT_ISA_AVX512);
+    SIMD_NAME(simd_x86_register_iquants)(t, QUANT_ISA_AVX512);
     SIMD_NAME(simd_x86_register_multi)(t, QUANT_ISA_AVX512);
     SIMD_NAME(simd_x86_register_span)(t, QUANT_ISA_AVX512);
     SIMD_NAME(simd_x86_register_u8)(t, QUANT_ISA_AVX512);

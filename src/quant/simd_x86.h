@@ -28,6 +28,8 @@ static inline float simd_hsum_ps(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+static inline void simd_st(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+
 /* acc + sum of groups of 4 u[i]*s[i] per int32 lane. */
 static inline __m256i simd_dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)

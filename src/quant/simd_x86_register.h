@@ -1,7 +1,8 @@
 /* simd_x86_register: which x86 kernels exist, as one registration function shared by simd_avx2.c and
  * simd_avx512.c (internal to src/quant/). Include after simd_x86_legacy.h and simd_x86_kquants.h.
  * Each set member is tested against the scalar one by tests/quant/test_quant_simd.c; the vec_dot_type
- * of every row is the scalar table's pairing. */
+ * of every row is the scalar table's pairing. The grid-coded types (IQ1_S .. IQ3_S, Q1_0) register from
+ * simd_x86_iquants.h, the multi-row and u8 members from their own headers. */
 #ifndef LLM170_QUANT_SIMD_X86_REGISTER_H
 #define LLM170_QUANT_SIMD_X86_REGISTER_H
 

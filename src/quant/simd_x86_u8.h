@@ -4,13 +4,12 @@
  * Unpacking a weight panel is the int8 matrix products' overhead (gemm.h): the scalar references spend
  * more time there than the products themselves. These write the same bytes and the same S / M floats
  * (formed by the same float operations) as the scalar ones; tests/quant/test_gemm.c checks every ISA's
- * to_u8 against to_float bit for bit. Types not here (Q2_K, Q3_K, Q4_1, Q5_1) use the scalar ones. */
+ * to_u8 against to_float bit for bit. The grid-coded types' forms are in simd_x86_iquants.h; types in
+ * neither (Q2_K, Q3_K, Q4_1, Q5_1) use the scalar ones. */
 #ifndef LLM170_QUANT_SIMD_X86_U8_H
 #define LLM170_QUANT_SIMD_X86_U8_H
 
 #include "quant/scalar.h"
-
-static inline void simd_st(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
 
 static void SIMD_NAME(q4_0_to_u8)(const void *vx, uint8_t *u, float *S, float *M, int64_t n) {
     (void)M;

@@ -11,13 +11,18 @@
  *   - to_float is bit-identical to the scalar one;
  *   - vec_dot is within VEC_DOT_RTOL * sum_i |x_i * y_i| (dequantized values) of the scalar one: the
  *     integer block sums are the same, only the float accumulation order differs (float32 rounding of a
- *     few thousand additions stays well below 1e-5 of the absolute sum). */
+ *     few thousand additions stays well below 1e-5 of the absolute sum);
+ *   - the grid-coded types (IQ1_S .. IQ3_S, Q1_0: simd_x86_iquants.h), whose kernels have no mins or
+ *     offsets, against an error model instead (grid_tol below), on 1, 7, 33 and 64 blocks; and exactly
+ *     on blocks whose float work is exact (grid_exact below), so that an integer sum off by one shows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fp16.h"
 #include "base/rng.h"
 #include "check.h"
+#include "quant/blocks.h"
 #include "quant/qtype.h"
 #include "quant/quant.h"
 
@@ -25,6 +30,35 @@
 
 static const enum quant_isa simd_isas[] = {QUANT_ISA_AVX2, QUANT_ISA_AVX512, QUANT_ISA_NEON};
 static const int nblocks_cases[] = {1, 7, 64};
+
+/* The grid-coded types and the unit c of their integer sums: every kernel computes
+ * sum_b (d_b * dy_b * c) * I_b with exact integers I_b (per block, or per lane of a block).
+ *
+ * Error model: a float result of m block terms t_b = d_b * dy_b * c * I_b, formed by products and then
+ * added in any order, is within gamma_k * sum |t_b| of the exact sum, gamma_k = k u / (1 - k u), u = 2^-24,
+ * k = the longest chain of roundings: two products plus the additions. Both kernels' chains are below
+ * n / 32 + 8 (the SIMD kernels: one term per super-block and lane (Q1_0: per Q8_0 block and lane), then
+ * an 8-lane horizontal sum; the scalar ones: one term per block (Q1_0: 4 inner + 1 outer)). A lane's
+ * terms are sums of the products x_i y_i of its values, except IQ1_S, whose lanes hold 8 * ls * g * y
+ * and ls * (+-1) * y of a value apart (|8g| + 1 <= 9/7 |8g +- 1| when g != 0, equal when g == 0):
+ * sum |t_b| <= 9/7 * sum |x_i y_i| (1 + 2u; the dequantized x_i carry a rounding). So
+ *     |simd - scalar| <= 2 * gamma_k * 9/7 * sum |x_i y_i| < 3 * (n / 32 + 8) * u * sum |x_i y_i|.
+ * A wrong sign, grid row or scale changes block terms by their own magnitude, far above this. */
+static const struct {
+    enum qtype t;
+    double c;
+} grid_types[] = {{QT_IQ1_S, 0.125},    {QT_IQ1_M, 0.125}, {QT_IQ2_XXS, 0.125}, {QT_IQ2_XS, 0.125},
+                  {QT_IQ2_S, 0.125},    {QT_IQ3_XXS, 0.25}, {QT_IQ3_S, 1.0},    {QT_Q1_0, 1.0}};
+#define N_GRID_TYPES (int)(sizeof grid_types / sizeof grid_types[0])
+static const int grid_nblocks_cases[] = {1, 7, 33, 64};
+
+static int grid_index(enum qtype t) {
+    for (int i = 0; i < N_GRID_TYPES; i++)
+        if (grid_types[i].t == t) return i;
+    return -1;
+}
+
+static double grid_tol(int64_t n, double sum_abs) { return 3.0 * ((double)n / 32 + 8) * 0x1p-24 * sum_abs; }
 
 static void fill_normal(rng *r, float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
@@ -58,8 +92,11 @@ static void test_vec_dot(enum quant_isa isa, enum qtype t, rng *r) {
     CHECKF(v->vec_dot_type == s->vec_dot_type, "%s %s: vec_dot_type %d, scalar %d", quant_isa_name(isa),
            qtype_get((uint32_t)t)->name, (int)v->vec_dot_type, (int)s->vec_dot_type);
     const quant_ops *sy = quant_ops_get(s->vec_dot_type, QUANT_ISA_SCALAR);
-    for (size_t c = 0; c < sizeof nblocks_cases / sizeof nblocks_cases[0]; c++) {
-        const int64_t n = case_len(t, nblocks_cases[c]);
+    const bool grid = grid_index(t) >= 0;
+    const int *cases = grid ? grid_nblocks_cases : nblocks_cases;
+    const size_t ncases = grid ? sizeof grid_nblocks_cases / sizeof *cases : sizeof nblocks_cases / sizeof *cases;
+    for (size_t c = 0; c < ncases; c++) {
+        const int64_t n = case_len(t, cases[c]);
         void *x = malloc(qtype_row_bytes(t, n)), *y = malloc(qtype_row_bytes(s->vec_dot_type, n));
         float *fx = malloc((size_t)n * sizeof(float)), *fy = malloc((size_t)n * sizeof(float));
         CHECK(random_row(t, x, n, r, fx));
@@ -73,9 +110,88 @@ static void test_vec_dot(enum quant_isa isa, enum qtype t, rng *r) {
         double mag = 0.0;
         for (int64_t i = 0; i < n; i++) mag += fabs((double)fx[i] * (double)fy[i]);
         const double err = fabs((double)got - (double)ref);
-        CHECKF(isfinite(got) && mag > 0.0 && err <= VEC_DOT_RTOL * mag,
-               "%s %s vec_dot n=%lld: got %.9g, scalar %.9g, |err| %.3g > %.0e * sum|xy| (%.4g)",
-               quant_isa_name(isa), qtype_get((uint32_t)t)->name, (long long)n, got, ref, err, VEC_DOT_RTOL, mag);
+        const double tol = grid ? grid_tol(n, mag) : VEC_DOT_RTOL * mag;
+        CHECKF(isfinite(got) && mag > 0.0 && err <= tol,
+               "%s %s vec_dot n=%lld: got %.9g, scalar %.9g, |err| %.3g > %.3g (sum|xy| %.4g)",
+               quant_isa_name(isa), qtype_get((uint32_t)t)->name, (long long)n, got, ref, err, tol, mag);
+        free(x), free(y), free(fx), free(fy);
+    }
+}
+
+/* Sets the fp16 scale d of every block of a grid-type row (IQ1_M: d's nibbles are the top nibbles of the
+ * four uint16 scales; the others store d first). */
+static void set_block_d(enum qtype t, void *x, int64_t nb, uint16_t h) {
+    const size_t bs = qtype_get((uint32_t)t)->type_size;
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *blk = (uint8_t *)x + (size_t)b * bs;
+        if (t == QT_IQ1_M) {
+            uint16_t sc[4];
+            memcpy(sc, blk + offsetof(block_iq1_m, scales), sizeof sc);
+            for (int k = 0; k < 4; k++) sc[k] = (uint16_t)((sc[k] & 0x0fff) | ((h >> (4 * k)) & 15) << 12);
+            memcpy(blk + offsetof(block_iq1_m, scales), sc, sizeof sc);
+        } else {
+            memcpy(blk, &h, sizeof h);
+        }
+    }
+}
+
+/* Activations with power-of-two scales and small quants (-31..31, never a zero row): Q8_K with its
+ * bsums, or Q8_0. */
+static void small_acts(enum qtype act, void *y, int64_t n, rng *r) {
+    for (int64_t b = 0; b < n / qtype_get((uint32_t)act)->blck; b++) {
+        int8_t *q;
+        if (act == QT_Q8_K) {
+            block_q8_K *yb = (block_q8_K *)y + b;
+            yb->d = 0x1p-7f;
+            q = yb->qs;
+        } else {
+            block_q8_0 *yb = (block_q8_0 *)y + b;
+            yb->d = fp16_from_f32(0x1p-7f);
+            q = yb->qs;
+        }
+        const int len = (int)qtype_get((uint32_t)act)->blck;
+        for (int i = 0; i < len; i++) q[i] = (int8_t)((int)(rng_u64(r) % 63) - 31);
+        q[0] = q[0] ? q[0] : 1;
+        if (act == QT_Q8_K)
+            for (int g = 0; g < QK_K / 16; g++) {
+                int sum = 0;
+                for (int i = 0; i < 16; i++) sum += q[16 * g + i];
+                ((block_q8_K *)y + b)->bsums[g] = (int16_t)sum;
+            }
+    }
+}
+
+/* Exactness of the integer sums: with d = 2^-6 for every weight block and dy = 2^-7 for every activation
+ * block, each term is a multiple of q = 2^-13 * c, and if (9/7) sum |x_i y_i| < 2^24 q (checked) every
+ * partial sum, in any order and lane split (error model above), is an exact float. Then scalar and SIMD
+ * must both equal the exact dot (double) bit for bit: an integer sum off by one would be off by q. */
+static void test_grid_exact(enum quant_isa isa, enum qtype t, rng *r) {
+    const quant_ops *s = quant_ops_get(t, QUANT_ISA_SCALAR), *v = quant_ops_get(t, isa);
+    const quant_ops *sy = quant_ops_get(s->vec_dot_type, QUANT_ISA_SCALAR);
+    const double q = 0x1p-13 * grid_types[grid_index(t)].c;
+    for (int nb = 1; nb <= 3; nb += 2) {
+        const int64_t n = case_len(t, nb);
+        void *x = malloc(qtype_row_bytes(t, n)), *y = malloc(qtype_row_bytes(s->vec_dot_type, n));
+        float *fx = malloc((size_t)n * sizeof(float)), *fy = malloc((size_t)n * sizeof(float));
+        CHECK(random_row(t, x, n, r, fx));
+        set_block_d(t, x, n / qtype_get((uint32_t)t)->blck, fp16_from_f32(0x1p-6f));
+        small_acts(s->vec_dot_type, y, n, r);
+        s->to_float(x, fx, n);
+        sy->to_float(y, fy, n);
+        double exact = 0.0, mag = 0.0; /* exact: every product and partial sum fits a double's 53 bits */
+        for (int64_t i = 0; i < n; i++) {
+            exact += (double)fx[i] * (double)fy[i];
+            mag += fabs((double)fx[i] * (double)fy[i]);
+        }
+        CHECKF(9.0 / 7.0 * mag < 0x1p24 * q, "%s exact case n=%lld: sum|xy| %.6g too large for exact floats",
+               qtype_get((uint32_t)t)->name, (long long)n, mag);
+        float ref = 0.0f, got = 0.0f;
+        s->vec_dot(n, &ref, x, y);
+        v->vec_dot(n, &got, x, y);
+        CHECKF((double)ref == exact && (double)got == exact,
+               "%s %s vec_dot n=%lld on exact floats: got %.9g (%+.1f q), scalar %.9g (%+.1f q), exact %.9g",
+               quant_isa_name(isa), qtype_get((uint32_t)t)->name, (long long)n, got, ((double)got - exact) / q, ref,
+               ((double)ref - exact) / q, exact);
         free(x), free(y), free(fx), free(fy);
     }
 }
@@ -169,6 +285,7 @@ int main(void) {
                        (int)v->vec_dot_type, (int)s->vec_dot_type);
             members += (v->vec_dot != NULL) + (v->to_float != NULL) + (v->from_float != NULL);
             if (v->vec_dot && s->vec_dot) test_vec_dot(isa, (enum qtype)t, &r);
+            if (v->vec_dot && s->vec_dot && grid_index((enum qtype)t) >= 0) test_grid_exact(isa, (enum qtype)t, &r);
             if (v->to_float && s->to_float) test_to_float(isa, (enum qtype)t, &r);
             if (v->from_float && s->from_float) test_from_float(isa, (enum qtype)t, &r);
         }
