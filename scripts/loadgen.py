@@ -6,8 +6,8 @@ usage: scripts/loadgen.py http://127.0.0.1:8080 [--clients 1,4,8,16] [--prompt-t
                           [--markdown LABEL]
 
 For each concurrency C, C client threads each send --requests-per-client streaming /v1/completions
-requests back to back (a closed loop). Every prompt is distinct from its first token on (a request number
-leads it), so no server can reuse another request's prompt cache; its length is calibrated to
+requests back to back (a closed loop). Every prompt, in every level, is distinct from its first token on (a
+request number leads it), so no server can reuse another request's prompt cache; its length is calibrated to
 --prompt-tokens with the server's /tokenize when it has one (llama-server and llm170 do). Generation is
 forced to --gen tokens (ignore_eos); greedy, or with --temperature T sampled with llama.cpp's default
 filters sent explicitly (top_k 40, top_p 0.95, min_p 0.05) and a seed per request, so every server samples
@@ -152,17 +152,20 @@ def main():
     a = ap.parse_args()
     client = Client(a.url.rstrip("/"), a.api_key)
     levels = [int(x) for x in a.clients.split(",")]
-    n_prompts = max(levels) * a.requests_per_client
+    # each level its own prompts: a level repeating an earlier one's would time a server's cache of old
+    # prompts (llama-server keeps them in RAM, --cache-ram), not its serving
+    n_prompts = sum(levels) * a.requests_per_client
     prompts = [make_prompt(client, i, a.prompt_tokens) for i in range(n_prompts)]
     lens = [client.n_tokens(p) for p in prompts[:4]]
     print(f"# {a.url}: prompts of {lens} tokens (first 4), {a.gen} generated, {a.requests_per_client} requests per client, "
           f"temperature {a.temperature}")
     # one short request first so that page-ins and thread start-up do not land in the first level
     client.stream({"prompt": "warm up", "max_tokens": 4, "temperature": 0, "stream": True, **({"model": a.model} if a.model else {})})
-    rows = []
+    rows, first = [], 0
     for c in levels:
-        r = run_level(client, a.model, c, a.requests_per_client, prompts[: c * a.requests_per_client], a.gen,
-                      a.temperature)
+        n = c * a.requests_per_client
+        r = run_level(client, a.model, c, a.requests_per_client, prompts[first: first + n], a.gen, a.temperature)
+        first += n
         rows.append(r)
         print(json.dumps(r), flush=True)
     if a.markdown:

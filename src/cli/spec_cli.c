@@ -64,4 +64,14 @@ void spec_cli_report(FILE *f, const spec_cli *a, const llm170_spec_stats *st) {
             passes ? (double)st->tokens / passes : 0.0, (long long)st->rounds, (long long)st->accepted,
             (long long)st->drafted, st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
             st->rounds ? (double)st->accepted / st->rounds : 0.0, (long long)st->plain_steps);
+    /* what the rounds cost against their tokens at the plain steps' measured price: on text that does not
+       repeat, the price of probing (a load-independent account, where the t/s ratio moves by a few % run to run) */
+    const int64_t round_tokens = st->tokens - st->plain_steps;
+    if (st->rounds > 0 && st->plain_steps > 0 && st->t_plain > 0) {
+        const double per = st->t_plain / st->plain_steps;
+        const double spent = st->t_draft + st->t_verify + st->t_rollback, plain = per * round_tokens;
+        fprintf(f, "spec %s rounds: %.3f s drafting + verifying + rolling back for %lld tokens, %.3f s at the plain "
+                "steps' %.1f ms a token: %+.1f%% of the whole generation's plain time\n", names[a->p.type], spent,
+                (long long)round_tokens, plain, 1e3 * per, 100.0 * (spent - plain) / (per * st->tokens));
+    }
 }

@@ -390,7 +390,7 @@ int llm170_mtp_decode(llm170_context *c, int seq, const float *hidden, const int
         return fail(&e);
     }
     const unsigned fp = fpenv_enter(); /* as model_forward: base/fpenv.h */
-    const int rc = c->model->m->def->mtp(c->model->m, &c->fc, seq, hidden, next, n, logits, NULL, &e);
+    const int rc = c->model->m->def->mtp(c->model->m, &c->fc, seq, hidden, next, n, false, logits, NULL, &e);
     fpenv_leave(fp);
     return rc ? fail(&e) : 0;
 }

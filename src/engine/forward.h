@@ -88,6 +88,6 @@ void fwd_head(model *m, fwd_ctx *c, const float *hn, int n, float *logits, float
  * draft for p+2. Rows take positions mtp_past .. mtp_past+T-1 of the sequence's MTP cache. hidden_out
  * (host, may be NULL) receives the block's normed output, the hidden that chains into a further draft. */
 int qwen35_mtp_forward(model *m, fwd_ctx *c, int seq, const float *hidden, const int32_t *next, int T,
-                       float *logits, float *hidden_out, err *e);
+                       bool last_only, float *logits, float *hidden_out, err *e);
 
 #endif

@@ -52,9 +52,10 @@ typedef struct arch_def {
     void (*forward)(model *m, fwd_ctx *c, const fwd_span *spans, int n_spans);
     /* block il's per-sequence state for the plan: fills out[] and returns how many buffers */
     int (*block_state)(const model *m, int il, const state_plan *sp, state_buf out[STATE_MAX_BUFS]);
-    /* the MTP block, or NULL */
-    int (*mtp)(model *m, fwd_ctx *c, int seq, const float *hidden, const int32_t *next, int T, float *logits,
-               float *hidden_out, err *e);
+    /* the MTP block, or NULL: logits / hidden_out of every row, or of the last only (last_only: a drafter
+     * catching up on rows whose predictions it already knows pays the vocabulary-wide head once) */
+    int (*mtp)(model *m, fwd_ctx *c, int seq, const float *hidden, const int32_t *next, int T, bool last_only,
+               float *logits, float *hidden_out, err *e);
 } arch_def;
 
 /* The registry's entry for a general.architecture value, or NULL. */

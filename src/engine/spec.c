@@ -28,9 +28,15 @@
  * (1 - a^(k+1)) / (1 - a) tokens for cost(k) = verify(k+1) + k * draft + rollback, all measured here
  * (moving averages; unmeasured span costs are guessed optimistically so they get tried). The best k
  * must beat one plain step per token, else speculation is off and re-probed (k = draft-min) after 16, 64,
- * 256, 512 plain steps. A generation starts with a plain step (the unit of cost) and a probe. A caller
- * that batches may price the rounds itself (llm170_spec_propose's costs: what k drafts add to a step that
- * many sequences share); drafting and rollback times are still this generator's measurements. */
+ * 256, 512 plain steps, or later when a failed probe costs more: a probe's excess over plain decoding (its
+ * drafting, a draft model's catch-up, the pass, less the tokens it gave at a plain step's price) is spread
+ * over enough plain steps that a failed probe costs at most SPEC_PROBE_SHARE of plain decoding, less as the
+ * back-off grows: a failed n-gram probe (half a step) waits ~50 steps, one of a 0.5B draft model that catches
+ * up on 16 tokens before drafting for the 1.5B (~2 steps) ~200, where 16 then 64 cost it 2-7% of a
+ * random-token stream (docs/benchmarks.md, "never slower"). A generation starts with a plain step (the unit
+ * of cost) and a probe. A caller that batches may price the rounds itself (llm170_spec_propose's costs: what
+ * k drafts add to a step that many sequences share); drafting and rollback times are still this generator's
+ * measurements. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +51,8 @@
 #define SPEC_DECAY 0.9      /* per round, on the acceptance counts */
 #define SPEC_PROBE_MIN 16
 #define SPEC_PROBE_MAX 512
+#define SPEC_PROBE_SHARE 0.01 /* of plain decoding time, spent at most on failed probes */
+#define SPEC_PROBE_GAP_MAX 4096
 #define SPEC_PROMPT_PIECE 64 /* prompt rows per pass when the drafter reads hidden rows (all logits) */
 
 _Static_assert(SPEC_MAX_SPAN == SPEC_MAX_DRAFT + 1, "a round's span: the pending token and the drafts, or the "
@@ -73,6 +81,8 @@ struct llm170_spec {
     /* the cost model */
     double t_span[SPEC_MAX_SPAN + 1]; /* seconds of a pass of T tokens (0: not measured) */
     double t_draft_tok, t_rollback;
+    double t_round_draft;  /* seconds the round in flight spent drafting */
+    double probe_excess;   /* a failed probe's cost over plain decoding, seconds (moving average) */
     double acc_hit, acc_try;
     int off_left, probe_every;
     bool off;
@@ -277,18 +287,22 @@ static int choose_k(llm170_spec *s, int kmax) {
     if (best < 1.0) { /* does not pay: off, probe later (backing off while probes fail) */
         s->off = true;
         s->off_left = s->probe_every;
+        const double gap = s->probe_excess / (SPEC_PROBE_SHARE * plain);
+        if (gap > s->off_left) s->off_left = gap < SPEC_PROBE_GAP_MAX ? (int)ceil(gap) : SPEC_PROBE_GAP_MAX;
         s->probe_every = s->probe_every * 4 < SPEC_PROBE_MAX ? s->probe_every * 4 : SPEC_PROBE_MAX;
         return 0;
     }
     return kbest;
 }
 
-/* After a round of nd drafts of which acc were kept. */
-static void learn(llm170_spec *s, int nd, int acc) {
+/* After a round of nd drafts of which acc were kept; excess: what the round cost beyond its tokens at a
+ * plain step's price (seconds; <= 0 when it paid). */
+static void learn(llm170_spec *s, int nd, int acc, double excess) {
     if (nd == 0) return;
     s->acc_hit = SPEC_DECAY * s->acc_hit + acc;
     s->acc_try = SPEC_DECAY * s->acc_try + acc + (acc < nd);
     if (s->off) { /* a probe: back on if speculation now looks worth it */
+        ema(&s->probe_excess, excess > 0 ? excess : 0);
         s->off = false;
         if (choose_k(s, s->p.draft_max) > 0) s->probe_every = SPEC_PROBE_MIN; /* else off again, backed off */
     }
@@ -317,12 +331,14 @@ static int propose(llm170_spec *s, int kmax, const double *costs, int32_t *span,
         if (kmax > room) kmax = room;
         if (kmax > SPEC_MAX_DRAFT) kmax = SPEC_MAX_DRAFT;
         const int k = choose_k(s, kmax);
+        s->t_round_draft = 0;
         if (k > 0) {
             const double t0 = timer_now();
             nd = s->d->draft(s->d, s->hist, s->n_hist, k, span + 1, e);
             if (nd < 0) return nd;
             const double dt = timer_now() - t0;
             s->st.t_draft += dt;
+            s->t_round_draft = dt;
             if (nd > 0) ema(&s->t_draft_tok, dt / nd);
             if (nd < s->p.draft_min) nd = 0;
         }
@@ -387,7 +403,13 @@ static int commit(llm170_spec *s, const int32_t *picked, int n, double seconds, 
     s->st.tokens += n;
     if (s->nd > 0) s->st.t_verify += seconds > 0 ? seconds : 0, s->st.rounds++, s->st.drafted += s->nd, s->st.accepted += acc;
     else s->st.t_plain += seconds > 0 ? seconds : 0, s->st.plain_steps++;
-    learn(s, s->nd, acc);
+    double excess = 0;
+    if (s->nd > 0) {
+        const double plain = round_cost(s, 0);
+        excess = s->t_round_draft + (seconds > 0 ? seconds : 0) + s->t_ckpt +
+                 (s->recurrent && acc < s->nd ? s->t_rollback : 0) - n * plain;
+    }
+    learn(s, s->nd, acc, excess);
     /* the sequence keeps the owed tokens and the accepted drafts; picked's last token is the new pending one */
     const int keep = s->base + owed + acc;
     const bool hid = s->d && s->d->wants_hidden;

@@ -189,15 +189,16 @@ typedef struct mtp_drafter {
     int fed;            /* MTP rows of the sequence in the block's cache */
     int h0, nh, cap_h;  /* hbuf holds hidden rows of positions h0 .. h0+nh-1 */
     float *hbuf;        /* [cap_h][C] */
-    float *logits;      /* [max_rows][V] */
-    float *hout;        /* [max_rows][C]: the block's normed output, the next chained row's hidden */
+    float *logits;      /* [V]: the last row's of a run */
+    float *hout;        /* [C]: the last row's normed output, the next chained row's hidden */
     int32_t *next;      /* [max_rows] */
 } mtp_drafter;
 
+/* n rows through the block; logits and hout of the last row only (rows 0 of t->logits, t->hout) */
 static int mtp_run(mtp_drafter *t, const float *hidden, const int32_t *next, int n, err *e) {
     model *m = t->c->model->m;
     const unsigned fp = fpenv_enter();
-    const int rc = m->def->mtp(m, &t->c->fc, t->seq, hidden, next, n, t->logits, t->hout, e);
+    const int rc = m->def->mtp(m, &t->c->fc, t->seq, hidden, next, n, true, t->logits, t->hout, e);
     fpenv_leave(fp);
     return rc;
 }
@@ -215,10 +216,7 @@ static int mtp_draft(spec_drafter *d, const int32_t *hist, int n, int k, int32_t
         for (int i = 0; i < m; i++) t->next[i] = hist[t->h0 + r0 + i + 1];
         if (mtp_run(t, t->hbuf + (int64_t)r0 * t->C, t->next, m, e)) return e->code;
         r0 += m;
-        if (r0 == t->nh) { /* the last real row predicts the first draft */
-            out[0] = argmax(t->logits + (int64_t)(m - 1) * t->V, t->V);
-            memmove(t->hout, t->hout + (int64_t)(m - 1) * t->C, sizeof(float) * (size_t)t->C);
-        }
+        if (r0 == t->nh) out[0] = argmax(t->logits, t->V); /* the last real row predicts the first draft */
     }
     t->fed = n - 1, t->h0 = n - 1, t->nh = 0;
     /* chain: the block's own output stands in for the trunk's hidden state of the drafted position */
@@ -270,8 +268,8 @@ int spec_mtp_new(llm170_context *c, int seq, spec_drafter **out, err *e) {
     t->base = (spec_drafter){"mtp", true, mtp_draft, mtp_kept, mtp_observe, mtp_destroy, NULL};
     t->c = c, t->seq = seq, t->C = m->hp.n_embd, t->V = m->hp.n_vocab;
     t->max_rows = c->p.n_batch < 64 ? c->p.n_batch : 64;
-    t->logits = malloc(sizeof(float) * (size_t)t->max_rows * (size_t)t->V);
-    t->hout = malloc(sizeof(float) * (size_t)t->max_rows * (size_t)t->C);
+    t->logits = malloc(sizeof(float) * (size_t)t->V);
+    t->hout = malloc(sizeof(float) * (size_t)t->C);
     t->next = malloc(sizeof(int32_t) * (size_t)t->max_rows);
     if (!t->logits || !t->hout || !t->next) {
         mtp_destroy(&t->base);

@@ -210,7 +210,7 @@ static int qwen35_block_state(const model *m, int il, const state_plan *sp, stat
 /* ---------------------------------------------------------------- MTP (spec §3.2) */
 
 int qwen35_mtp_forward(model *m, fwd_ctx *c, int seq, const float *hidden, const int32_t *next, int T,
-                       float *logits, float *hidden_out, err *e) {
+                       bool last_only, float *logits, float *hidden_out, err *e) {
     const hparams *hp = &m->hp;
     exec *x = c->x;
     const exec_ops *op = x->ops;
@@ -231,7 +231,7 @@ int qwen35_mtp_forward(model *m, fwd_ctx *c, int seq, const float *hidden, const
     const layer *L = &m->layers[il];
     int64_t C = hp->n_embd;
     /* one span at the MTP cache's positions */
-    fwd_span span = {.seq = seq, .n = T, .tokens = next, .out = FWD_OUT_ALL};
+    fwd_span span = {.seq = seq, .n = T, .tokens = next, .out = last_only ? FWD_OUT_LAST : FWD_OUT_ALL};
     fwd_begin(m, c, &span, 1, &sc->mtp_past);
     /* [enorm(embed(next)) ; hnorm(hidden)] -> eh_proj */
     float *emb = w->a, *hid = w->b, *cat = w->c;
@@ -243,8 +243,9 @@ int qwen35_mtp_forward(model *m, fwd_ctx *c, int seq, const float *hidden, const
     op->set_cols(x, cat, hid, T, 2 * C, C, C);
     op->matmul(x, &L->nextn_eh_proj, 0, cat, w->x, T, MM_ROWS_PASS);
     block(m, c, il, &span, 1);
-    op->rms_norm(x, w->x, &L->nextn_shared_head_norm, w->y, T, (int)C, hp->eps);
-    fwd_head(m, c, w->y, T, logits, hidden_out);
+    const int r0 = last_only ? T - 1 : 0; /* the rows the head runs on: r0 .. T-1 */
+    op->rms_norm(x, w->x + r0 * C, &L->nextn_shared_head_norm, w->y, T - r0, (int)C, hp->eps);
+    fwd_head(m, c, w->y, T - r0, logits, hidden_out);
     int rc = exec_status(x, e);
     if (rc) return rc;
     sc->mtp_past += T;

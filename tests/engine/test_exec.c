@@ -136,10 +136,23 @@ static void check_counts(const char *path, bool moe) {
     if (moe && m->def->mtp && m->hp.n_nextn > 0) {
         int32_t next[4] = {3, 4, 5, 6};
         count_begin();
-        int rc = m->def->mtp(m, &c, 0, hidden, next, 2, logits, NULL, &e);
+        int rc = m->def->mtp(m, &c, 0, hidden, next, 2, false, logits, NULL, &e);
         long allocs = count_end();
         CHECKF(rc == 0, "MTP: %s", e.msg);
         if (COUNT_ALLOCS) CHECKF(allocs == 0, "an MTP draft allocated %ld times", allocs);
+        /* the same two rows again, the head on the last only (a drafter's catch-up): its logits are the
+           all-rows call's last row, bit for bit (two rows take the row-by-row kernels either way), in one
+           download */
+        c.kv->seqs[0].mtp_past -= 2;
+        float *last = malloc(sizeof(float) * (size_t)V);
+        exec_stats d0 = c.x->stats;
+        rc = last ? m->def->mtp(m, &c, 0, hidden, next, 2, true, last, NULL, &e) : -1;
+        CHECKF(rc == 0, "MTP, last row only: %s", e.msg);
+        CHECKF(c.x->stats.n_downloads - d0.n_downloads == 1, "MTP, last row only: %llu downloads, expected 1",
+               (unsigned long long)(c.x->stats.n_downloads - d0.n_downloads));
+        CHECKF(rc == 0 && memcmp(last, logits + V, sizeof(float) * (size_t)V) == 0,
+               "MTP, last row only: its logits differ from the all-rows call's last row");
+        free(last);
     }
     /* errors are values: a pass over the plan, a planted executor failure; then the context still works */
     fwd_span big = {0, 513, p512, FWD_OUT_LAST};
