@@ -94,9 +94,7 @@ static double gen_once(llm170_model *m, llm170_context *ctx, const llm170_spec_p
     dt = timer_now() - t0;
     llm170_spec_stats st;
     llm170_spec_get_stats(s, &st);
-    sum->tokens += st.tokens, sum->rounds += st.rounds, sum->plain_steps += st.plain_steps;
-    sum->drafted += st.drafted, sum->accepted += st.accepted;
-    sum->t_draft += st.t_draft, sum->t_verify += st.t_verify, sum->t_plain += st.t_plain, sum->t_rollback += st.t_rollback;
+    spec_cli_stats_add(sum, &st);
 done:
     if (dt < 0) fprintf(stderr, "llm170 bench: %s\n", llm170_last_error());
     llm170_sampler_free(smp);

@@ -123,9 +123,7 @@ static int infer_spec(llm170_model *model, llm170_context *ctx, spec_cli *sc, in
         llm170_spec_get_stats(s, &st);
         llm170_spec_free(s);
         if (rc) return 1;
-        sum.tokens += st.tokens, sum.rounds += st.rounds, sum.plain_steps += st.plain_steps;
-        sum.drafted += st.drafted, sum.accepted += st.accepted;
-        sum.t_draft += st.t_draft, sum.t_verify += st.t_verify, sum.t_plain += st.t_plain, sum.t_rollback += st.t_rollback;
+        spec_cli_stats_add(&sum, &st);
     }
     if (timings) {
         /* the first token of each prompt comes from the prefill's logits: decode rate over the others */

@@ -56,6 +56,13 @@ void spec_cli_free(spec_cli *a) {
     a->draft = NULL;
 }
 
+void spec_cli_stats_add(llm170_spec_stats *sum, const llm170_spec_stats *st) {
+    sum->tokens += st->tokens, sum->rounds += st->rounds, sum->plain_steps += st->plain_steps;
+    sum->drafted += st->drafted, sum->accepted += st->accepted;
+    sum->t_draft += st->t_draft, sum->t_verify += st->t_verify, sum->t_plain += st->t_plain;
+    sum->t_rollback += st->t_rollback;
+}
+
 void spec_cli_report(FILE *f, const spec_cli *a, const llm170_spec_stats *st) {
     static const char *names[] = {"none", "ngram", "draft", "mtp"};
     const int64_t passes = st->rounds + st->plain_steps;

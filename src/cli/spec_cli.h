@@ -27,7 +27,10 @@ const char *spec_cli_usage(void);
 bool spec_cli_load(const char *cmd, spec_cli *a, const llm170_model_params *mp);
 void spec_cli_free(spec_cli *a);
 /* "spec ngram: 120 tokens in 40 passes (3.00 per pass); 30 rounds: 95 of 160 drafts kept (59.4%), 3.17
- * per round; 10 plain steps" */
+ * per round; 10 plain steps", then (when there were rounds and plain steps) what the rounds cost against
+ * their tokens at the plain steps' measured price */
 void spec_cli_report(FILE *f, const spec_cli *a, const llm170_spec_stats *st);
+/* sum += st: the counts and the seconds of each part, over several generations */
+void spec_cli_stats_add(llm170_spec_stats *sum, const llm170_spec_stats *st);
 
 #endif
