@@ -440,9 +440,10 @@ static void check_sequence_ops(rng *r) {
         }
         free(q3), free(k3), free(v3), free(old), free(sc3), free(kd3), free(vd3), free(ref3), free(alone), free(kst), free(vst);
     }
-    /* conv1d_silu: 6 tokens, 37 channels, kernel 4, with a state */
-    {
-        const int Tc = 6, Ch = 37, Kc = 4;
+    /* conv1d_silu: 6, 50 (a GPU's chunks of 16 tokens) and 2 tokens (fewer than the state's 3 rows: the new
+     * state keeps old rows), 37 channels, kernel 4, with a state */
+    for (int ci = 0; ci < 3; ci++) {
+        const int Tc = ci == 0 ? 6 : ci == 1 ? 50 : 2, Ch = 37, Kc = 4;
         weight w;
         void *wd;
         gguf_tensor gt;
@@ -452,8 +453,11 @@ static void check_sequence_ops(rng *r) {
         X->ops->conv1d_silu(X, dx, dst, &w, dy, Tc, Ch, Kc);
         float *y = down(dy, Tc * Ch), *s2 = down(dst, (Kc - 1) * Ch), *yr = malloc(sizeof(float) * Tc * Ch);
         ref_conv1d_silu(x, st, wd, yr, Tc, Ch, Kc);
-        expect("conv1d_silu", "6 x 37, K 4: output", y, yr, Tc * Ch, 1e-5);
-        expect("conv1d_silu", "6 x 37, K 4: state", s2, st, (Kc - 1) * Ch, 1e-5);
+        char what[64];
+        snprintf(what, sizeof what, "%d x 37, K 4: output", Tc);
+        expect("conv1d_silu", what, y, yr, Tc * Ch, 1e-5);
+        snprintf(what, sizeof what, "%d x 37, K 4: state", Tc);
+        expect("conv1d_silu", what, s2, st, (Kc - 1) * Ch, 1e-5);
         free(x), free(st), free(y), free(s2), free(yr), free(wd);
     }
     /* gdn_gates */

@@ -19,6 +19,8 @@ CASE(q8_a, check_q8_1(1, 4096, Q8_PLAIN, s, b, r, e))
 CASE(q8_b, check_q8_1(8, 14336, Q8_PLAIN, s, b, r, e))
 CASE(q8_c, check_q8_1(1, 4096, Q8_NORM, s, b, r, e))
 CASE(q8_d, check_q8_1(5, 2880, Q8_NORM, s, b, r, e))
+CASE(q8_g, check_q8_1(1, 5120, Q8_NORM, s, b, r, e))
+CASE(q8_h, check_q8_1(1, 896, Q8_NORM, s, b, r, e))
 CASE(spin_a, ((void)s, check_spin(300, r, e)))
 CASE(pairs_a, check_pairs(s, r, e))
 CASE(q8_e, check_q8_1(1, 4864, Q8_SWIGLU, s, b, r, e))
@@ -119,6 +121,8 @@ CASE(gvb_q4_k_5120_17408_1, check_gemv(QT_Q4_K, 17408, 5120, 1, s, b, r, e))
 CASE(gvb_q4_k_17408_5120_1, check_gemv(QT_Q4_K, 5120, 17408, 1, s, b, r, e))
 CASE(gvb_q6_k_5120_17408_1, check_gemv(QT_Q6_K, 17408, 5120, 1, s, b, r, e))
 CASE(gvb_q6_k_17408_5120_1, check_gemv(QT_Q6_K, 5120, 17408, 1, s, b, r, e))
+CASE(gvb_q5_k_5120_10240_1, check_gemv(QT_Q5_K, 10240, 5120, 1, s, b, r, e))
+CASE(gvb_q4_k_5120_6144_1, check_gemv(QT_Q4_K, 6144, 5120, 1, s, b, r, e))
 /* qwen35moe 35B-A3B decode shapes (hidden 2048): the GDN / attention input projection (N 8192), its gate
  * (N 4096), the output projections (K 4096) and a routed expert's rows (K 2048 N 512, K 512 N 2048) */
 CASE(gvb_q5_k_2048_8192_1, check_gemv(QT_Q5_K, 8192, 2048, 1, s, b, r, e))
@@ -179,6 +183,8 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"quantize_q8_1", "T8 K14336", q8_b},
     {"rms_norm_q8_1", "T1 K4096", q8_c},
     {"rms_norm_q8_1", "T5 K2880", q8_d},
+    {"rms_norm_q8_1", "T1 K5120", q8_g},
+    {"rms_norm_q8_1", "T1 K896", q8_h},
     {"spin", "300 us", spin_a},
     {"pairs", "rope2 l2_norm2 store_rows2 add_gated_rows_res", pairs_a},
     {"swiglu_q8_1", "T1 K4864", q8_e},
@@ -279,6 +285,8 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"gemv", "q4_k K17408 N5120 T1", gvb_q4_k_17408_5120_1},
     {"gemv", "q6_k K5120 N17408 T1", gvb_q6_k_5120_17408_1},
     {"gemv", "q6_k K17408 N5120 T1", gvb_q6_k_17408_5120_1},
+    {"gemv", "q5_k K5120 N10240 T1", gvb_q5_k_5120_10240_1},
+    {"gemv", "q4_k K5120 N6144 T1", gvb_q4_k_5120_6144_1},
     {"gemv", "q5_k K2048 N8192 T1", gvb_q5_k_2048_8192_1},
     {"gemv", "q4_k K2048 N8192 T1", gvb_q4_k_2048_8192_1},
     {"gemv", "q6_k K2048 N8192 T1", gvb_q6_k_2048_8192_1},

@@ -68,13 +68,21 @@ typedef struct gemv_bench {
     const int8_t *xq;
     const float *ds;
     float *y;
-    int T;
+    int T, form;
 } gemv_bench;
 
 static int gemv_launch(void *ctx, int i, cudaStream_t s) {
     gemv_bench *b = ctx;
     return cuda_gemv_q(&b->W[i], b->xq, b->ds, b->y, b->T, s) ? ERR_IO : 0;
 }
+
+static int gemv_launch_form(void *ctx, int i, cudaStream_t s) {
+    gemv_bench *b = ctx;
+    return cuda_gemv_q1_form(&b->W[i], 1, b->xq, b->ds, &b->y, NULL, b->form, s) ? ERR_IO : 0;
+}
+
+/* the T = 1 forms of cuda_gemv_q1_form, each compared bit for bit (and, with --bench, timed) */
+static const int gemv_forms[] = {0, 2, 4, 8};
 
 /* the three references for output (n, t); see the header comment */
 typedef struct gemv_refs { double exact, b1, f32, b2, cpu, b3; } gemv_refs;
@@ -180,8 +188,8 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
         /* the T = 1 kernels (cuda_gemv_q1_form: k_gemv_q, and k_gemv_stream with 2, 4 and 8 rows a group) over
          * row 0's activations, plain and grouped with member 0's residual: each output bit for bit row 0 of the
          * launch above, and res + y rounded once */
-        static const int forms[] = {0, 2, 4, 8};
-        for (int f = 0; f < 4 && !rc; f++) {
+        const int *forms = gemv_forms;
+        for (int f = 0; f < (int)(sizeof gemv_forms / sizeof *gemv_forms) && !rc; f++) {
             float *one = dy2;
             if ((rc = kcheck(cuda_gemv_q1_form(&b.W[0], 1, dxq, dds, &one, NULL, forms[f], 0), e, "cuda_gemv_q1_form")) ||
                 (rc = cu_download(y2, dy2, sizeof(float) * (size_t)N, e)))
@@ -271,6 +279,12 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
         double bytes = (double)(nq + nh + nm) + (double)T * K * 1.25 + (double)T * N * 4;
         res->us = us;
         res->gbps = bytes / us * 1e-3;
+        /* each T = 1 form's time on its own line */
+        for (int f = 0; T == 1 && f < (int)(sizeof gemv_forms / sizeof *gemv_forms); f++) {
+            b.form = gemv_forms[f];
+            if ((rc = cu_time(gemv_launch_form, &b, copies, &us, e))) goto done;
+            printf("    gemv form %3d %-5s K%d N%d: %8.2f us %7.1f GB/s\n", b.form, ti->name, K, N, us, bytes / us * 1e-3);
+        }
     }
 done:
     dpool_free(&dp);

@@ -90,9 +90,130 @@ static __device__ __forceinline__ float gemv_term(const uint32_t *w, int4 x0, in
     return p;
 }
 
+/* the raw bytes of one unit of one row: q (Q8_0: q and q2) the quants; h the high bits (Q5_0/Q5_K: h.x;
+ * Q6_K: h); m the scales: Q4_K/Q5_K the super-block's 16 bytes; Q6_K x = the word holding this unit's two
+ * int8 scales, y = the word holding d; Q4_1 x = (d, m); Q4_0/Q5_0/Q8_0 x = d */
+template <enum qtype TYPE> struct gemv_raw {
+    uint4 q, q2;
+    uint2 h;
+    uint4 m;
+};
+
+/* gemv_unit_scale of the raw scale bytes, the same float operations (so the same a, b, sc0, sc1); j = u % 8 */
+template <enum qtype TYPE>
+static __device__ __forceinline__ gemv_scale raw_scale(const gemv_raw<TYPE> &r, int j) {
+    gemv_scale s;
+    s.b = 0.0f;
+    s.sc0 = s.sc1 = 1;
+    if (TYPE == QT_Q4_K || TYPE == QT_Q5_K) {
+        /* bytes 4..15 of the super-block are the 6-bit scales and mins sc[0..11]: sc[j'] is byte j' & 3 of word
+         * 1 + (j' >> 2); for j < 4 the scale is sc[j] and the min sc[j + 4], for j >= 4 they are built from
+         * sc[j + 4], sc[j - 4] and sc[j] (gemv_unit_scale) */
+        const int sh = 8 * (j & 3);
+        const int b1 = (int)((r.m.y >> sh) & 255), b2 = (int)((r.m.z >> sh) & 255), b3 = (int)((r.m.w >> sh) & 255);
+        int sc, mn;
+        if (j < 4) {
+            sc = b1 & 63;
+            mn = b2 & 63;
+        } else {
+            sc = (b3 & 15) | ((b1 >> 2) & 0x30);
+            mn = (b3 >> 4) | ((b2 >> 2) & 0x30);
+        }
+        s.a = gemv_f16((uint16_t)(r.m.x & 0xffff)) * (float)sc;
+        s.b = -(gemv_f16((uint16_t)(r.m.x >> 16)) * (float)mn);
+    } else if (TYPE == QT_Q6_K) {
+        const int sh = 16 * (j & 1);
+        s.a = gemv_f16((uint16_t)(r.m.y & 0xffff));
+        s.sc0 = (int)(int8_t)(r.m.x >> sh);
+        s.sc1 = (int)(int8_t)(r.m.x >> (sh + 8));
+    } else {
+        s.a = gemv_f16((uint16_t)(r.m.x & 0xffff));
+        if (TYPE == QT_Q4_1) s.b = gemv_f16((uint16_t)(r.m.x >> 16));
+    }
+    return s;
+}
+
+/* One unit u of R rows (their raw bytes c[]) against the activations: acc[r] += the unit's term, in the
+ * streaming kernels' order; j = u % 8 */
+template <enum qtype TYPE, int R>
+static __device__ __forceinline__ void gemv_item_terms(const gemv_raw<TYPE> *c, const int8_t *__restrict__ xq,
+                                                       const float2 *__restrict__ ds, int u, int j, float *acc) {
+    const int4 *xp = (const int4 *)(xq + (size_t)u * 32);
+    const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+    const float2 d = __ldg(ds + u);
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const uint32_t q[8] = {c[r].q.x, c[r].q.y, c[r].q.z, c[r].q.w, c[r].q2.x, c[r].q2.y, c[r].q2.z, c[r].q2.w};
+        const uint32_t h[2] = {c[r].h.x, c[r].h.y};
+        uint32_t v[8];
+        gemv_unpack_unit(TYPE, q, h, v);
+        acc[r] = __fadd_rn(acc[r], gemv_term<TYPE>(v, x0, x1, d, raw_scale<TYPE>(c[r], j)));
+    }
+}
+
+/* The end of a row group in the streaming T = 1 kernel (k_gemv_stream): acc[] (a lane's sums
+ * of the group's R rows) through the butterfly, then, with WPR warps a group, the warps' sums in warp order
+ * through part (this group's parity half of the block's [2][4][R]; one barrier a group: a half is written
+ * again two groups later, after the next group's barrier), and row0 + i < N written to member m's y (and
+ * added to res for member 0) -- k_gemv_q's order, so the same bits. */
+template <int R, int WPR>
+static __device__ __forceinline__ void gemv_group_end(const gemv_mats &P, unsigned m, float *acc,
+                                                      float (*part)[R], int lane, int warp, int wig, int row0, int N) {
+    constexpr int NV = pow2_ceil<R>::v;
+    warp_sum_many<NV>(acc, lane);
+    /* lane l holds value idx = l >> (5 - log2 NV); the first lane of each idx reports it (k_gemv_q's rule) */
+    const int idx = lane >> (5 - log2_of<NV>::v);
+    const bool reporter = (lane & ((32 >> log2_of<NV>::v) - 1)) == 0 && idx < R;
+    float *__restrict__ y = m == 0 ? P.y[0] : m == 1 ? P.y[1] : P.y[2];
+    float *__restrict__ res = m == 0 ? P.res : NULL;
+    if (WPR > 1) {
+        if (reporter) part[warp][idx] = acc[0];
+        __syncthreads();
+        if (wig == 0)
+            for (int i = lane; i < R; i += 32) {
+                float s = part[warp][i];
+                for (int w = 1; w < WPR; w++) s = __fadd_rn(s, part[warp + w][i]);
+                if (row0 + i < N) {
+                    y[row0 + i] = s;
+                    if (res) res[row0 + i] = __fadd_rn(res[row0 + i], s);
+                }
+            }
+    } else if (reporter && row0 + idx < N) {
+        y[row0 + idx] = acc[0];
+        if (res) res[row0 + idx] = __fadd_rn(res[row0 + idx], acc[0]);
+    }
+}
+
+/* the persistent T = 1 kernel's signature (k_gemv_stream) */
+typedef void (*gemv_persistent_fn)(const gemv_mats, const int8_t *, const float2 *, int);
+
+/* Launches such a kernel k (4 warps a block, smem bytes of dynamic shared memory, virtual blocks of
+ * rows_per_block rows): as many blocks as fit on the device at once, at most one per virtual block. cap:
+ * the instantiation's per-device cache of that count (64 entries, zeroed). CUDA_KERR_* status. */
+static inline int gemv_launch_persistent(gemv_persistent_fn k, unsigned *cap, size_t smem, int rows_per_block,
+                                         const cuda_qmat *W, int nW, const int8_t *xq, const float *ds,
+                                         float *const *y, float *res, cudaStream_t s) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return CUDA_KERR_LAUNCH;
+    if (!cap[dev]) {
+        int per_sm = 0, sms = 0;
+        if ((smem > 0 &&
+             cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 32 * GEMV_MAX_WARPS, smem) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || per_sm < 1)
+            return CUDA_KERR_LAUNCH;
+        cap[dev] = (unsigned)(per_sm * sms);
+    }
+    const gemv_mats P = gemv_mats_of(W, nW, y, res, rows_per_block);
+    const unsigned grid = P.b[nW] < cap[dev] ? P.b[nW] : cap[dev];
+    kl(k, grid, 32 * GEMV_MAX_WARPS, smem, s, P, xq, (const float2 *)ds, (int)W->K);
+    return launch_status();
+}
+
 /* The T = 1 plain, residual and grouped forms (no experts) through k_gemv_stream (gemv_stream.cu): the same
  * bits as k_gemv_q's; rows: rows per warp group (2, 4 or 8). CUDA_KERR_* status. */
 int gemv_stream_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                     int rows, cudaStream_t s);
+
 
 #endif
