@@ -432,8 +432,8 @@ static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float 
     }
 }
 
-/* The T = 1 kernel without experts: k_gemv_stream (gemv_stream.cu) with 4 rows a warp group, the same bits as
- * k_gemv_q (cuda-check compares every form; docs/cuda.md "The streaming T = 1 GEMV": 1.03-1.21x tg128 over
+/* The T = 1 kernel without experts: k_gemv_stream (gemv_stream.cu) with 4 rows a warp group (2 where the
+ * warps' shares of a row differ: gemv_stream_default), the same bits as k_gemv_q (cuda-check compares every form; docs/cuda.md "The streaming T = 1 GEMV": 1.03-1.21x tg128 over
  * k_gemv_q on the H200, 8 rows a group slower). */
 #define GEMV_STREAM_ROWS 4
 
@@ -496,8 +496,20 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
     }
 }
 
+/* The default T = 1 form: k_gemv_stream with GEMV_STREAM_ROWS rows a group, or 2 where a row's units are
+ * not a multiple of 128, so that its 4 warps' shares differ (the 27B's K = 5120: warp 0 takes 2 units a lane,
+ * warps 1-3 one, and each group waits at the barrier for warp 0; smaller groups wait less and fit twice the
+ * blocks an SM). On the H200 (2026-12-06, docs/benchmarks.md): qwen35 27B tg128 108.8 -> 115.2 t/s (every
+ * K of the 27B is of that kind); llama 8B (K = 4096, balanced) 344.3 with 4 rows everywhere, 342.1 with 2; the
+ * kernel alone at K = 5120 / 17408 / 6144 / 14336 0.89-0.97x the time of 4 rows. K alone decides, and every
+ * form gives the same bits (cuda-check compares them). */
+static int gemv_stream_default(int64_t K) {
+    const int64_t U = K / 32;
+    return U >= 128 && U % 128 ? 2 : GEMV_STREAM_ROWS;
+}
+
 /* form: the T = 1 kernel without experts (0 k_gemv_q, 2 / 4 / 8 k_gemv_stream with that many rows a group, -1
- * the default: GEMV_STREAM_ROWS) */
+ * the default: gemv_stream_default) */
 static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
                     const gemv_experts *ex, cudaStream_t s, int form = -1) {
     if (!W || nW < 1 || nW > GEMV_GROUP || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
@@ -510,7 +522,7 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
             ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))
             return CUDA_KERR_ARGS;
     }
-    if (form < 0) form = GEMV_STREAM_ROWS;
+    if (form < 0) form = gemv_stream_default(W->K);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     switch (W->type) {
     case QT_Q4_0: launch_type<QT_Q4_0>(W, nW, xq, ds, y, res, T, ex, s); break;

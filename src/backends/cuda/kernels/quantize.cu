@@ -14,9 +14,10 @@
 #include "backends/cuda/kernels/cuda_common.cuh"
 
 /* x[T][K] -> xq[T][K], ds[T][K/32][2] of h, where h is (MODE) Q_PLAIN: x; Q_NORM: x / sqrt(mean(x^2) + eps)
- * * w (w may be NULL); Q_SWIGLU: silu(x) * w with w[T][K] (x the gate, w the up projection; the same
+ * * w (w may be NULL), Q_NORM4 the same for rows on a 16-byte boundary (float4 loads; its own order of the
+ * sum of squares); Q_SWIGLU: silu(x) * w with w[T][K] (x the gate, w the up projection; the same
  * operations as eltwise.cu's k_swiglu). h is also written to y[T][K] when y is not NULL (not Q_PLAIN). */
-enum { Q_PLAIN, Q_NORM, Q_SWIGLU };
+enum { Q_PLAIN, Q_NORM, Q_SWIGLU, Q_NORM4 };
 template <int MODE>
 __global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__ x, const float *__restrict__ w,
                                                         float eps, int8_t *__restrict__ xq, float *__restrict__ ds,
@@ -26,6 +27,22 @@ __global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__
     const int t = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float *xr = x + (size_t)t * K;
     float inv = 1.0f;
+    if (MODE == Q_NORM4) {
+        /* the row's sum of squares from 16-byte loads, all in flight at once up to K = 8192: on the H200 the
+         * kernel takes 2.2-2.4 us at K = 4096 / 5120 against 4.1-4.7 with one float a load (2026-12-06) */
+        float ss = 0.0f;
+        const float4 *x4 = (const float4 *)xr;
+#pragma unroll 8
+        for (int i = threadIdx.x; i < K / 4; i += blockDim.x) {
+            const float4 v = x4[i];
+            ss = __fadd_rn(ss, __fmul_rn(v.x, v.x));
+            ss = __fadd_rn(ss, __fmul_rn(v.y, v.y));
+            ss = __fadd_rn(ss, __fmul_rn(v.z, v.z));
+            ss = __fadd_rn(ss, __fmul_rn(v.w, v.w));
+        }
+        ss = block_sum(ss, sh);
+        inv = 1.0f / sqrtf(__fadd_rn(ss / (float)K, eps));
+    }
     if (MODE == Q_NORM) {
         float ss = 0.0f;
 #pragma unroll 8 /* the loads of 8 iterations in flight at once: a row is latency-bound, not bandwidth-bound */
@@ -37,7 +54,7 @@ __global__ void __launch_bounds__(256) k_quantize_q8_1(const float *__restrict__
     if (u < K / 32) {
         int i = u * 32 + lane;
         float h = xr[i];
-        if (MODE == Q_NORM) {
+        if (MODE == Q_NORM || MODE == Q_NORM4) {
             h = __fmul_rn(h, inv);
             if (w) h = __fmul_rn(h, w[i]);
         }
@@ -64,7 +81,9 @@ extern "C" int cuda_rms_norm_q8_1(const float *x, const float *w, float eps, int
     int rc = check_q8_args(x, xq, ds, T, K);
     if (rc) return rc;
     if (!(eps >= 0.0f)) return CUDA_KERR_ARGS;
-    kl(k_quantize_q8_1<Q_NORM>, dim3((K + 255) / 256, T), 256, 0, s, x, w, eps, xq, ds, y, K);
+    /* rows on a 16-byte boundary (every executor buffer): the sum of squares from 16-byte loads */
+    if (!((uintptr_t)x & 15)) kl(k_quantize_q8_1<Q_NORM4>, dim3((K + 255) / 256, T), 256, 0, s, x, w, eps, xq, ds, y, K);
+    else kl(k_quantize_q8_1<Q_NORM>, dim3((K + 255) / 256, T), 256, 0, s, x, w, eps, xq, ds, y, K);
     return launch_status();
 }
 
