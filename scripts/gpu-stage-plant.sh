@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Stages a planted-bug binary beside the real one, for a device call that proves a check can fail: applies
-# scripts/plants/NAME.patch to the tree, builds llm170 in the given build folder, copies it gzipped to
-# .devbin/plant-NAME/llm170.xz, then reverts the patch and rebuilds (only the patched files recompile). Run
+# scripts/plants/NAME.patch to the tree, builds llm170 in the given build folder, stages it (stripped) as
+# .devstage/plant-NAME/llm170 and re-packs .devbin/bundle.tar.xz (scripts/gpu-bundle.sh), then reverts the
+# patch and rebuilds (only the patched files recompile). Run
 # after scripts/gpu-stage.sh (which empties .devbin/), once per plant. scripts/gpu-e2e.sh runs every
 # planted binary staged there through the engine check and expects it to FAIL.
 #   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent |
 #                                            attn-batch-splits | gemv-mma-order | gdn-q8-record |
 #                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp]
-# Staged binaries are ~5 MB each from a build with -DLLM170_CUDA_ARCHS=90-real: one plant fits beside the
-# real binary in a call (the 64 MiB cap, scripts/gpu-stage.sh).
+# Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
+# -DLLM170_CUDA_ARCHS=90-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
 # exists, so every graph after the first replays the first pass's token ids and positions: the engine
 # check's "graph = nograph bit for bit" comparison must fail from the second greedy step on.
@@ -41,10 +42,9 @@ patch=scripts/plants/$name.patch
 git apply "$patch"
 trap 'git apply -R "$patch" && nice cmake --build "$build" -j2 --target llm170 > /dev/null' EXIT
 nice cmake --build "$build" -j2 --target llm170
-mkdir -p ".devbin/plant-$name"
-cp "$build/llm170" ".devbin/plant-$name/llm170"
-strip ".devbin/plant-$name/llm170"
-xz -9e -T2 -f ".devbin/plant-$name/llm170"
+mkdir -p ".devbin/plant-$name" ".devstage/plant-$name"
+cp "$build/llm170" ".devstage/plant-$name/llm170"
+strip ".devstage/plant-$name/llm170"
 [ -f "scripts/plants/$name.filter" ] && cp "scripts/plants/$name.filter" ".devbin/plant-$name/filter"
 [ -f "scripts/plants/$name.env" ] && cp "scripts/plants/$name.env" ".devbin/plant-$name/env"
-du -sh .devbin
+scripts/gpu-bundle.sh

@@ -61,12 +61,7 @@ if [ "${1:-}" = build ]; then
 fi
 
 [ -x "$LL/bin/llama-bench" ] || { echo "no llama.cpp build at $LL (run '$0 build' first, on this warm machine)"; exit 1; }
-# the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged xz-compressed (python3's lzma: no xz there)
-for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
-  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
-done
-chmod +x .devbin/llm170
-B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
+. scripts/gpu-devbin.sh # the staged binaries unpacked, B (the staged llm170 with its libraries)
 LB=(env "LD_LIBRARY_PATH=$LL/bin" "$LL/bin/llama-bench")
 LBB=(env "LD_LIBRARY_PATH=$LL/bin" "$LL/bin/llama-batched-bench")
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv,noheader >> "$LOG" 2>&1
