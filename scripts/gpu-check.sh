@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What one device call runs (docs/cuda.md): the CUDA conformance table, compute-sanitizer memcheck on the
 # check run, then the benchmark table. Expects the binary built on the developer machine in .devbin/
-# (llm170 in .devbin/bundle.tar.xz, plus the .so files it needs: scripts/gpu-stage.sh) and $OUT from the device tool; writes
+# (in bundle.tar.xz, with the .so files it needs: scripts/gpu-stage.sh) and $OUT from the device tool; writes
 # logs under $OUT and prints a short table last. Usage: scripts/gpu-check.sh [check|memcheck|bench]...
 set -u
 . scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries)

@@ -1,15 +1,12 @@
 # Sourced (`. scripts/gpu-devbin.sh`, from the repository root) by the device scripts: OUT (default
-# /tmp/gpu-out) made; the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged (.devbin/bundle.tar.xz,
-# or one .xz each) unpacked (python3's lzma: the GPU machine has no xz); B, the staged llm170 as a command
-# array with its shared libraries (.devbin/lib) on the path: "${B[@]}" cuda-check ...
+# /tmp/gpu-out) made; the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged in .devbin/bundle.tar.xz
+# unpacked (python3's lzma and tarfile: the GPU machine has no xz); B, the staged llm170 as a command array
+# with its shared libraries (.devbin/lib) on the path: "${B[@]}" cuda-check ...
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 if [ -f .devbin/bundle.tar.xz ]; then # scripts/gpu-bundle.sh: llm170 and plant-NAME/llm170 in one archive
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(".devbin", filter="data")' .devbin/bundle.tar.xz &&
     rm .devbin/bundle.tar.xz
 fi
-for f in .devbin/llm170.xz .devbin/plant-*/llm170.xz; do
-  [ -f "$f" ] && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f" && rm "$f"
-done
 chmod +x .devbin/llm170 .devbin/plant-*/llm170 2>/dev/null
 B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")

@@ -188,15 +188,14 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
         /* the T = 1 kernels (cuda_gemv_q1_form: k_gemv_q, and k_gemv_stream with 2, 4 and 8 rows a group) over
          * row 0's activations, plain and grouped with member 0's residual: each output bit for bit row 0 of the
          * launch above, and res + y rounded once */
-        const int *forms = gemv_forms;
         for (int f = 0; f < (int)(sizeof gemv_forms / sizeof *gemv_forms) && !rc; f++) {
             float *one = dy2;
-            if ((rc = kcheck(cuda_gemv_q1_form(&b.W[0], 1, dxq, dds, &one, NULL, forms[f], 0), e, "cuda_gemv_q1_form")) ||
+            if ((rc = kcheck(cuda_gemv_q1_form(&b.W[0], 1, dxq, dds, &one, NULL, gemv_forms[f], 0), e, "cuda_gemv_q1_form")) ||
                 (rc = cu_download(y2, dy2, sizeof(float) * (size_t)N, e)))
                 break;
             for (int64_t i = 0; i < N; i++) res_bad += memcmp(&y2[i], &y[i], 4) != 0;
             if ((rc = cu_check(cudaMemcpy(dr, r0, sizeof(float) * (size_t)N, cudaMemcpyHostToDevice), e, "cudaMemcpy")) ||
-                (rc = kcheck(cuda_gemv_q1_form(gw, 3, dxq, dds, gy, dr, forms[f], 0), e, "cuda_gemv_q1_form (group)")) ||
+                (rc = kcheck(cuda_gemv_q1_form(gw, 3, dxq, dds, gy, dr, gemv_forms[f], 0), e, "cuda_gemv_q1_form (group)")) ||
                 (rc = cu_download(r1, dr, sizeof(float) * (size_t)N, e)))
                 break;
             for (int64_t i = 0; i < N; i++) {

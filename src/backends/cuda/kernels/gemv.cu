@@ -433,8 +433,9 @@ static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float 
 }
 
 /* The T = 1 kernel without experts: k_gemv_stream (gemv_stream.cu) with 4 rows a warp group (2 where the
- * warps' shares of a row differ: gemv_stream_default), the same bits as k_gemv_q (cuda-check compares every form; docs/cuda.md "The streaming T = 1 GEMV": 1.03-1.21x tg128 over
- * k_gemv_q on the H200, 8 rows a group slower). */
+ * warps' shares of a row differ: gemv_stream_default), the same bits as k_gemv_q (cuda-check compares every
+ * form; docs/cuda.md "The streaming T = 1 GEMV": 1.03-1.21x tg128 over k_gemv_q on the H200, 8 rows a group
+ * slower). */
 #define GEMV_STREAM_ROWS 4
 
 template <enum qtype TYPE, int T>

@@ -23,6 +23,15 @@
 
 #include "backends/cuda/kernels/gemv_common.cuh"
 
+/* the raw bytes of one unit of one row: q (Q8_0: q and q2) the quants; h the high bits (Q5_0/Q5_K: h.x;
+ * Q6_K: h); m the scales: Q4_K/Q5_K the super-block's 16 bytes; Q6_K x = the word holding this unit's two
+ * int8 scales, y = the word holding d; Q4_1 x = (d, m); Q4_0/Q5_0/Q8_0 x = d */
+template <enum qtype TYPE> struct gemv_raw {
+    uint4 q, q2;
+    uint2 h;
+    uint4 m;
+};
+
 template <enum qtype TYPE>
 static __device__ __forceinline__ void load_raw(const uint8_t *__restrict__ qs, const uint8_t *__restrict__ hi,
                                                 const uint8_t *__restrict__ meta, size_t row, int U, int u, int j,
@@ -48,6 +57,40 @@ static __device__ __forceinline__ void load_raw(const uint8_t *__restrict__ qs, 
     } else {
         r.m.x = __ldcs((const unsigned short *)(meta + unit * 2));
     }
+}
+
+/* gemv_unit_scale of the raw scale bytes, the same float operations (so the same a, b, sc0, sc1); j = u % 8 */
+template <enum qtype TYPE>
+static __device__ __forceinline__ gemv_scale raw_scale(const gemv_raw<TYPE> &r, int j) {
+    gemv_scale s;
+    s.b = 0.0f;
+    s.sc0 = s.sc1 = 1;
+    if (TYPE == QT_Q4_K || TYPE == QT_Q5_K) {
+        /* bytes 4..15 of the super-block are the 6-bit scales and mins sc[0..11]: sc[j'] is byte j' & 3 of word
+         * 1 + (j' >> 2); for j < 4 the scale is sc[j] and the min sc[j + 4], for j >= 4 they are built from
+         * sc[j + 4], sc[j - 4] and sc[j] (gemv_unit_scale) */
+        const int sh = 8 * (j & 3);
+        const int b1 = (int)((r.m.y >> sh) & 255), b2 = (int)((r.m.z >> sh) & 255), b3 = (int)((r.m.w >> sh) & 255);
+        int sc, mn;
+        if (j < 4) {
+            sc = b1 & 63;
+            mn = b2 & 63;
+        } else {
+            sc = (b3 & 15) | ((b1 >> 2) & 0x30);
+            mn = (b3 >> 4) | ((b2 >> 2) & 0x30);
+        }
+        s.a = gemv_f16((uint16_t)(r.m.x & 0xffff)) * (float)sc;
+        s.b = -(gemv_f16((uint16_t)(r.m.x >> 16)) * (float)mn);
+    } else if (TYPE == QT_Q6_K) {
+        const int sh = 16 * (j & 1);
+        s.a = gemv_f16((uint16_t)(r.m.y & 0xffff));
+        s.sc0 = (int)(int8_t)(r.m.x >> sh);
+        s.sc1 = (int)(int8_t)(r.m.x >> (sh + 8));
+    } else {
+        s.a = gemv_f16((uint16_t)(r.m.x & 0xffff));
+        if (TYPE == QT_Q4_1) s.b = gemv_f16((uint16_t)(r.m.x >> 16));
+    }
+    return s;
 }
 
 /* the raw bytes of unit u of the R rows of row group grp of virtual block vb (rows past a member's N repeat its
@@ -92,22 +135,75 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
             const bool last = u + stride >= U;
             const unsigned vn = last ? vb + gridDim.x : vb;
             if (vn < nb) load_item<TYPE, R, GPB>(P, vn, grp, U, last ? u0 : u + stride, j, nxt);
-            gemv_item_terms<TYPE, R>(cur, xq, ds, u, j, acc);
+            const int4 *xp = (const int4 *)(xq + (size_t)u * 32);
+            const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+            const float2 d = __ldg(ds + u);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t q[8] = {cur[r].q.x, cur[r].q.y, cur[r].q.z, cur[r].q.w,
+                                       cur[r].q2.x, cur[r].q2.y, cur[r].q2.z, cur[r].q2.w};
+                const uint32_t h[2] = {cur[r].h.x, cur[r].h.y};
+                uint32_t v[8];
+                gemv_unpack_unit(TYPE, q, h, v);
+                acc[r] = __fadd_rn(acc[r], gemv_term<TYPE>(v, x0, x1, d, raw_scale<TYPE>(cur[r], j)));
+            }
             if (vn < nb) {
 #pragma unroll
                 for (int r = 0; r < R; r++) cur[r] = nxt[r];
             }
         }
-        gemv_group_end<R, WPR>(P, m, acc, part[par], lane, warp, wig, row0, N);
+        warp_sum_many<NV>(acc, lane);
+        /* lane l holds value idx = l >> (5 - log2 NV); the first lane of each idx reports it (k_gemv_q's rule) */
+        const int idx = lane >> (5 - log2_of<NV>::v);
+        const bool reporter = (lane & ((32 >> log2_of<NV>::v) - 1)) == 0 && idx < R;
+        float *__restrict__ y = m == 0 ? P.y[0] : m == 1 ? P.y[1] : P.y[2];
+        float *__restrict__ res = m == 0 ? P.res : NULL;
+        if (WPR > 1) {
+            if (reporter) part[par][warp][idx] = acc[0];
+            __syncthreads(); /* part[par] is written again two groups later, after the next group's barrier */
+            if (wig == 0)
+                for (int i = lane; i < R; i += 32) {
+                    float s = part[par][warp][i];
+                    for (int w = 1; w < WPR; w++) s = __fadd_rn(s, part[par][warp + w][i]);
+                    if (row0 + i < N) {
+                        y[row0 + i] = s;
+                        if (res) res[row0 + i] = __fadd_rn(res[row0 + i], s);
+                    }
+                }
+        } else if (reporter && row0 + idx < N) {
+            y[row0 + idx] = acc[0];
+            if (res) res[row0 + idx] = __fadd_rn(res[row0 + idx], acc[0]);
+        }
     }
+}
+
+/* blocks of kern that fit on the current device at once (occupancy x multiprocessors), per instantiation and
+ * device; 0 on error */
+template <enum qtype TYPE, int R, int WPR> static unsigned stream_capacity(void) {
+    static unsigned cap[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    if (!cap[dev]) {
+        int per_sm = 0, sms = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_gemv_stream<TYPE, R, WPR>, 32 * GEMV_MAX_WARPS,
+                                                          0) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || per_sm < 1)
+            return 0;
+        cap[dev] = (unsigned)(per_sm * sms);
+    }
+    return cap[dev];
 }
 
 template <enum qtype TYPE, int R, int WPR>
 static int launch_stream(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                          cudaStream_t s) {
-    static unsigned cap[64];
-    return gemv_launch_persistent(k_gemv_stream<TYPE, R, WPR>, cap, 0, R * (GEMV_MAX_WARPS / WPR), W, nW, xq, ds, y,
-                                  res, s);
+    constexpr int rows_per_block = R * (GEMV_MAX_WARPS / WPR);
+    const gemv_mats P = gemv_mats_of(W, nW, y, res, rows_per_block);
+    const unsigned cap = stream_capacity<TYPE, R, WPR>();
+    if (!cap) return CUDA_KERR_LAUNCH;
+    const unsigned grid = P.b[nW] < cap ? P.b[nW] : cap;
+    kl(k_gemv_stream<TYPE, R, WPR>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
+    return launch_status();
 }
 
 template <enum qtype TYPE, int WPR>
