@@ -2,7 +2,7 @@
  *   1. registration: to_float and vec_dot for each of the 12 types, paired with the activation type
  *      llama.cpp uses (Q8_K for the 256-value types, Q8_0 for MXFP4, NVFP4, Q1_0); from_float for TQ1_0,
  *      TQ2_0, MXFP4, NVFP4, Q1_0;
- *   2. tables (src/quant/iq_tables.c): sizes, value sets, distinct rows, sign parity, and a few entries
+ *   2. tables (src/quant/iq_tables.c, iq_tables_iq1.c): sizes, value sets, distinct rows, sign parity, and a few entries
  *      compared with llama.cpp's ggml-common.h (as the little-endian integers it stores);
  *   3. random well-formed blocks -> to_float gives finite values equal to a second decoder written here
  *      from the format description (its own sign parity, base-3 and E4M3/E8M0 decoding), and the sign
