@@ -7,7 +7,8 @@
 # planted binary staged there through the engine check and expects it to FAIL.
 #   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent |
 #                                            attn-batch-splits | gemv-mma-order | gdn-q8-record |
-#                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp]
+#                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp |
+#                                            moe-combine-blocks | matmul-f-token | gemv-experts-row]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -35,6 +36,13 @@
 # others may still read them: cuda-check's 5-sequence gdn_step case must fail (conv values off).
 # moe-tail-res: cuda_moe_combine_gated's residual add is off by 1e-3: the conformance suite's "then
 # add_gated_rows and add: the residual" row and cuda-check's pairs case must fail.
+# moe-combine-blocks: each block of k_moe_combine stops one channel short of its share: the conformance
+# suite's "2 one-token rows of 1100" rows must fail (the older rows, C <= 19, are one block and cannot).
+# matmul-f-token: the one-token matmul_f sums its unrolled iterations in reverse: the conformance suite's
+# "K = 2088, each token alone = in the pass of 3" rows must fail (other bits than the 8-token kernel).
+# gemv-experts-row: the routed experts' GEMV reads the neighbouring expert's rows (e ^ 1): cuda-check's
+# gemv_experts cases must fail on their bit-for-bit comparison with the plain GEMV.
+# (The last three were written on 2026-12-06 without device time left: not yet seen failing on a GPU.)
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

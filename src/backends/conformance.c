@@ -641,6 +641,31 @@ static void check_moe(rng *r) {
         free(in), free(gate), free(res), free(y4), free(r4);
     }
     free(l), free(ys), free(wt), free(ref), free(y);
+    /* a model's width (C = 1100: a GPU splits a token's channels over blocks, the last one partial), the
+     * same tail in a small pass, over the routing of the first two tokens above */
+    {
+        const int T5 = 2, C5 = 1100;
+        pass_span ps[2] = {{1, 1}, {1, 1}};
+        float *ys5 = randn(r, T5 * K * C5, 1), *in = randn(r, T5 * C5, 1), *gate = randn(r, T5, 1);
+        float *res = randn(r, T5 * C5, 1), *w5 = down(dw, T5 * K), *ref5 = malloc(sizeof(float) * T5 * C5);
+        float *dys5 = upf(ys5, T5 * K * C5), *din = upf(in, T5 * C5), *dgate = upf(gate, T5), *dres = upf(res, T5 * C5);
+        float *dy5 = upf(NULL, T5 * C5);
+        X->ops->begin_pass(X, ps, T5);
+        X->ops->moe_combine(X, dy5, dys5, dsel, dw, T5, K, C5);
+        X->ops->add_gated_rows(X, dy5, din, dgate, T5, C5);
+        X->ops->add(X, dres, dy5, T5 * C5);
+        float *y5 = down(dy5, T5 * C5), *r5 = down(dres, T5 * C5);
+        for (int t = 0; t < T5; t++)
+            for (int i = 0; i < C5; i++) {
+                double acc = 0;
+                for (int j = 0; j < K; j++) acc += (double)w5[t * K + j] * ys5[(t * K + j) * C5 + i];
+                ref5[t * C5 + i] = (float)(acc + sigm(gate[t]) * in[t * C5 + i]);
+                res[t * C5 + i] = (float)((double)res[t * C5 + i] + ref5[t * C5 + i]);
+            }
+        expect("moe_combine", "2 one-token rows of 1100, then add_gated_rows and add: the output", y5, ref5, T5 * C5, 1e-5);
+        expect("moe_combine", "2 one-token rows of 1100, then add_gated_rows and add: the residual", r5, res, T5 * C5, 1e-5);
+        free(ys5), free(in), free(gate), free(res), free(w5), free(ref5), free(y5), free(r5);
+    }
     /* repeated and negative ids: each id once (its first slot), negative ones never */
     {
         const int T3 = 2, K3 = 5, C3 = 19;

@@ -81,6 +81,43 @@ static void check_matmul_pass(rng *r, enum qtype t, const char *name, int64_t K,
     free(x), free(y), free(wd), free(d), free(idx);
 }
 
+/* Three one-token sequences in one pass, then each alone: every output within expect_matmul's bound, and each
+ * token's row alone bit for bit its row in the pass (a sequence's results never depend on its batch; a GPU's
+ * float matmul runs one-token blocks through their own unrolled kernel, whose loop over K >= 1024 with a tail
+ * this K exercises). */
+static void check_matmul_alone(rng *r, enum qtype t, const char *name, int64_t K, int64_t N) {
+    enum { T = 3 };
+    weight w;
+    void *d;
+    gguf_tensor g;
+    if (!make_weight(r, t, K, N, 1, &w, &d, &g)) return;
+    float *wd = malloc(sizeof(float) * (size_t)(K * N));
+    int32_t idx[T] = {0, 1, 2};
+    dequant(&w, d, N, wd);
+    float *x = randn(r, T * K, 1), *dx = upf(x, T * K), *dy = upf(NULL, T * N);
+    const pass_span three[T] = {{1, 1}, {1, 1}, {1, 1}}, one = {1, 1};
+    X->ops->begin_pass(X, three, T);
+    X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
+    float *y = down(dy, T * N);
+    char what[96];
+    snprintf(what, sizeof what, "%s, K = %d, 3 one-token sequences", name, (int)K);
+    expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
+    int64_t off = 0;
+    for (int i = 0; i < T; i++) {
+        X->ops->begin_pass(X, &one, 1);
+        X->ops->matmul(X, &w, 0, dx + (int64_t)i * K, dy, 1, MM_ROWS_PASS);
+        float *y1 = down(dy, N);
+        for (int64_t n = 0; n < N; n++) off += memcmp(&y1[n], &y[(int64_t)i * N + n], 4) != 0;
+        free(y1);
+    }
+    tested("matmul");
+    printf("| %s | matmul | %s, K = %d, each token alone = in the pass of 3 | %lld values differ | 0 |\n", device_name,
+           name, (int)K, (long long)off);
+    CHECKF(off == 0, "%s matmul %s K = %d: a token alone differs from the pass of 3 in %lld values", device_name, name,
+           (int)K, (long long)off);
+    free(x), free(y), free(wd), free(d);
+}
+
 /* The routed experts in shapes a GPU's grouped tensor-core product takes (N even, K % 64 == 0; used for the
  * slots of spans of more than 8 tokens): random experts for 40 tokens x 2, one span of 40, then spans of 19,
  * 1 and 20 (the 1-token span's slots take a GPU's GEMV), inputs per token and per slot, every output within
@@ -197,7 +234,10 @@ static void check_matmuls(rng *r) {
         check_matmul_pass(r, t, name, K, 38, 19, 19, "38 rows, pass of 19");
         /* float weights with K % 4 != 0, 3 rows (a GPU's 4-values-a-load kernel needs K % 4 == 0: its other
          * kernel) */
-        if (t == QT_F32 || t == QT_F16 || t == QT_BF16) check_matmul_pass(r, t, name, 90, 5, 3, 1, "K = 90, pass of 3");
+        if (t == QT_F32 || t == QT_F16 || t == QT_BF16) {
+            check_matmul_pass(r, t, name, 90, 5, 3, 1, "K = 90, pass of 3");
+            check_matmul_alone(r, t, name, 2088, 6); /* K past 1024 with a tail (a GPU's one-token loop) */
+        }
         /* a span of 300 tokens (a GPU dequantizes the whole matrix first from 256 rows on: the same bound) */
         check_matmul_pass(r, t, name, K, 38, 300, 1, "38 rows, pass of 300");
         /* get_rows: exact dequantization */

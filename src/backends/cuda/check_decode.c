@@ -132,6 +132,11 @@ CASE(gvb_q5_k_2048_4096_1, check_gemv(QT_Q5_K, 4096, 2048, 1, s, b, r, e))
 CASE(gvb_q4_k_4096_2048_1, check_gemv(QT_Q4_K, 2048, 4096, 1, s, b, r, e))
 CASE(gvb_q4_k_2048_512_1, check_gemv(QT_Q4_K, 512, 2048, 1, s, b, r, e))
 CASE(gvb_q6_k_512_2048_1, check_gemv(QT_Q6_K, 2048, 512, 1, s, b, r, e))
+CASE(gvx_q4_k_gu, check_gemv_experts(QT_Q4_K, 256, 512, 2048, 8, 8, 2, s, b, r, e))
+CASE(gvx_q6_k_down, check_gemv_experts(QT_Q6_K, 256, 2048, 512, 8, 1, 1, s, b, r, e))
+CASE(gvx_q4_k_down, check_gemv_experts(QT_Q4_K, 256, 2048, 512, 8, 1, 1, s, b, r, e))
+CASE(gvx_q4_0_odd, check_gemv_experts(QT_Q4_0, 64, 37, 320, 4, 1, 2, s, b, r, e))
+CASE(gvx_q5_k_odd, check_gemv_experts(QT_Q5_K, 48, 20, 512, 3, 3, 1, s, b, r, e))
 CASE(gvb_q4_k_t20, check_gemv(QT_Q4_K, 263, 2816, 20, s, b, r, e))
 CASE(gvb_q4_0_t64, check_gemv(QT_Q4_0, 263, 2816, 64, s, b, r, e))
 CASE(gvb_q4_k_4096_2048_64, check_gemv(QT_Q4_K, 2048, 4096, 64, s, b, r, e))
@@ -174,6 +179,8 @@ CASE(gd_48_grouped_5, check_gdn(16, 48, GDN_HEADS_GROUPED, 5, s, b, r, e))
 CASE(mr_a, check_moe_route(1, 256, 8, CUDA_MOE_SOFTMAX, 1, s, r, e))
 CASE(mr_b, check_moe_route(4, 128, 8, CUDA_MOE_SOFTMAX, 1, s, r, e))
 CASE(mr_c, check_moe_route(2, 64, 6, CUDA_MOE_SIGMOID, 0, s, r, e))
+CASE(mr_d, check_moe_route(3, 512, 10, CUDA_MOE_SOFTMAX, 1, s, r, e))
+CASE(mr_e, check_moe_route(2, 1000, 8, CUDA_MOE_SIGMOID, 1, s, r, e))
 CASE(am_a, check_argmax(1, 151936, s, b, r, e))
 CASE(am_b, check_argmax(4, 262144, s, b, r, e))
 CASE(am_c, check_argmax(3, 32000, s, b, r, e))
@@ -294,6 +301,11 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"gemv", "q4_k K4096 N2048 T1", gvb_q4_k_4096_2048_1},
     {"gemv", "q4_k K2048 N512 T1", gvb_q4_k_2048_512_1},
     {"gemv", "q6_k K512 N2048 T1", gvb_q6_k_512_2048_1},
+    {"gemv_experts", "q4_k E256 K2048 N512 8 slots, gate + up", gvx_q4_k_gu},
+    {"gemv_experts", "q6_k E256 K512 N2048 8 slots, a row each", gvx_q6_k_down},
+    {"gemv_experts", "q4_k E256 K512 N2048 8 slots, a row each", gvx_q4_k_down},
+    {"gemv_experts", "q4_0 E64 K320 N37 4 slots, a row each, x2", gvx_q4_0_odd},
+    {"gemv_experts", "q5_k E48 K512 N20 3 slots, one row", gvx_q5_k_odd},
     {"gemv", "q4_k K2816 N263 T20 (batched)", gvb_q4_k_t20},
     {"gemv", "q4_0 K2816 N263 T64 (batched)", gvb_q4_0_t64},
     {"gemv", "q4_k K4096 N2048 T64 (batched)", gvb_q4_k_4096_2048_64},
@@ -336,6 +348,8 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"moe_route", "T1 E256 K8 softmax renorm", mr_a},
     {"moe_route", "T4 E128 K8 softmax renorm", mr_b},
     {"moe_route", "T2 E64 K6 sigmoid", mr_c},
+    {"moe_route", "T3 E512 K10 softmax renorm", mr_d},
+    {"moe_route", "T2 E1000 K8 sigmoid renorm", mr_e},
     {"argmax", "T1 V151936", am_a},
     {"argmax", "T4 V262144", am_b},
     {"argmax", "T3 V32000", am_c},

@@ -16,6 +16,8 @@ int check_spin(int us, cuda_check_result *res, err *e); /* check_ops.c */
 int check_pairs(uint64_t seed, cuda_check_result *res, err *e); /* check_ops.c */
 int check_q8_1(int T, int K, int mode, uint64_t seed, bool bench, cuda_check_result *res, err *e);
 int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+int check_gemv_experts(enum qtype type, int E, int N, int K, int n_slots, int xdiv, int nm, uint64_t seed, bool bench,
+                       cuda_check_result *res, err *e);
 int check_rms_norm(int R, int C, bool weighted, uint64_t seed, bool bench, cuda_check_result *res, err *e);
 int check_eltwise(int op, int64_t n, uint64_t seed, bool bench, cuda_check_result *res, err *e);
 int check_rope(int T, int H, int D, int n_rot, enum rope_mode mode, bool factors, int max_pos, uint64_t seed,

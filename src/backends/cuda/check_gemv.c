@@ -1,6 +1,6 @@
 /* check_gemv: conformance cases of the q8_1 quantizer (kernels/quantize.cu) and the quantized GEMV
  * (kernels/gemv.cu).
- *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma k_gemv_stream
+ *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma k_gemv_stream (and k_gemv_q's routed-experts form)
  *
  * GEMV error model. The GPU computes, per output, a float sum over the K/32 units of
  *     term_u = a_u * (dx_u * isum_u) + b_u * sx_u
@@ -383,5 +383,125 @@ int check_q8_1(int T, int K, int mode, uint64_t seed, bool bench, cuda_check_res
 done:
     dpool_free(&dp);
     free(x), free(w), free(h), free(y), free(ds), free(rds), free(q), free(rq);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the routed experts' GEMV */
+
+#define GX_SETS 16 /* expert selections a bench rotates through (distinct experts: past the L2) */
+
+typedef struct gemvx_bench {
+    cuda_qmat W[2];
+    const int32_t *sel[GX_SETS];
+    const int8_t *xq;
+    const float *ds;
+    float *y[2];
+    int nm, E, n_slots, xdiv;
+} gemvx_bench;
+
+static int gemvx_launch(void *ctx, int i, cudaStream_t s) {
+    gemvx_bench *b = ctx;
+    return cuda_gemv_q_experts_group(b->W, b->nm, b->E, b->sel[i], b->n_slots, b->xdiv, b->xq, b->ds, b->y, s) ? ERR_IO
+                                                                                                                : 0;
+}
+
+/* cuda_gemv_q_experts_group over nm (1 or 2) expert sets of E experts x N rows x K, n_slots routed slots
+ * (xdiv = n_slots: every slot reads activation row 0, the gate / up of one token; xdiv = 1: a row each, the
+ * down projection). Each slot's output must be bit for bit the plain T = 1 GEMV over its expert's rows alone
+ * (checked against the CPU by the gemv cases), and the last slot, given an id past E, must leave its row
+ * untouched. max_err: the number of values off (tol 0). With --bench, the launch timed over GX_SETS
+ * selections of distinct experts (set 0 has one slot fewer); bytes = the selected experts' weights. */
+int check_gemv_experts(enum qtype type, int E, int N, int K, int n_slots, int xdiv, int nm, uint64_t seed, bool bench,
+                       cuda_check_result *res, err *e) {
+    const qtype_info *ti = qtype_get(type);
+    const size_t row_bytes = (size_t)(K / ti->blck) * ti->type_size;
+    const int64_t rows = (int64_t)E * N, U = K / 32;
+    const int n_x = n_slots / xdiv;
+    size_t nq, nh, nm_;
+    int rc = cuda_repack_sizes(type, rows, K, &nq, &nh, &nm_, e);
+    if (rc) return rc;
+    if (nm < 1 || nm > 2 || n_slots < 2 || n_slots * GX_SETS > E || n_slots % xdiv) return ERR_ARG;
+    dpool dp = {0};
+    uint8_t *src = hmalloc(row_bytes * (size_t)rows, e), *qs = hmalloc(nq, e), *hi = hmalloc(nh ? nh : 1, e);
+    uint8_t *meta = hmalloc(nm_, e);
+    float *x = hmalloc(sizeof(float) * (size_t)n_x * K, e), *y = hmalloc(sizeof(float) * (size_t)n_slots * N, e);
+    float *y1 = hmalloc(sizeof(float) * (size_t)N, e);
+    int32_t *sel = hmalloc(sizeof(int32_t) * (size_t)n_slots * GX_SETS, e);
+    if (!src || !qs || !hi || !meta || !x || !y || !y1 || !sel) {
+        rc = ERR_NOMEM;
+        goto done;
+    }
+    rng r;
+    rng_seed(&r, seed);
+    fill_normal(&r, x, (int64_t)n_x * K, 1.0f);
+    gemvx_bench b = {.nm = nm, .E = E, .n_slots = n_slots, .xdiv = xdiv};
+    for (int m = 0; m < nm; m++) { /* member m: its own random experts */
+        quant_random_blocks(type, src, rows * (K / ti->blck), 0.02f, &r);
+        if ((rc = cuda_repack(type, src, rows, K, qs, hi, meta, e))) goto done;
+        b.W[m] = (cuda_qmat){.type = type, .N = N, .K = K};
+        if (!(b.W[m].qs = dpool_up(&dp, qs, nq, e)) || (nh && !(b.W[m].hi = dpool_up(&dp, hi, nh, e))) ||
+            !(b.W[m].meta = dpool_up(&dp, meta, nm_, e)) ||
+            !(b.y[m] = dpool_alloc(&dp, sizeof(float) * (size_t)n_slots * N, e))) {
+            rc = e->code;
+            goto done;
+        }
+    }
+    /* GX_SETS selections: set i takes experts (i * n_slots + j) * E / (n_slots * GX_SETS) (all distinct); in
+     * set 0 the last slot's id is E (past the last expert) */
+    for (int i = 0; i < GX_SETS; i++)
+        for (int j = 0; j < n_slots; j++) sel[i * n_slots + j] = (int32_t)(((int64_t)i * n_slots + j) * E / (n_slots * GX_SETS));
+    sel[n_slots - 1] = E;
+    float *dx = dpool_up(&dp, x, sizeof(float) * (size_t)n_x * K, e), *dds = dpool_alloc(&dp, sizeof(float) * (size_t)n_x * U * 2, e);
+    int8_t *dxq = dpool_alloc(&dp, (size_t)n_x * K, e);
+    float *dy1 = dpool_alloc(&dp, sizeof(float) * (size_t)N, e);
+    int32_t *dsel = dpool_up(&dp, sel, sizeof(int32_t) * (size_t)n_slots * GX_SETS, e);
+    if (!dx || !dds || !dxq || !dy1 || !dsel) {
+        rc = e->code;
+        goto done;
+    }
+    for (int i = 0; i < GX_SETS; i++) b.sel[i] = dsel + (size_t)i * n_slots;
+    b.xq = dxq, b.ds = dds;
+    for (int m = 0; m < nm; m++) /* a sentinel in every output, so an untouched row is seen */
+        if ((rc = cu_check(cudaMemset(b.y[m], 0x7f, sizeof(float) * (size_t)n_slots * N), e, "cudaMemset"))) goto done;
+    if ((rc = kcheck(cuda_quantize_q8_1(dx, dxq, dds, n_x, K, 0), e, "cuda_quantize_q8_1")) ||
+        (rc = kcheck(gemvx_launch(&b, 0, 0) ? CUDA_KERR_ARGS : 0, e, "cuda_gemv_q_experts_group")))
+        goto done;
+    int64_t off = 0;
+    for (int m = 0; m < nm && !rc; m++) {
+        if ((rc = cu_download(y, b.y[m], sizeof(float) * (size_t)n_slots * N, e))) break;
+        for (int s = 0; s < n_slots && !rc; s++) {
+            float *ys = y + (size_t)s * N;
+            if (s == n_slots - 1) { /* id E: untouched */
+                for (int64_t i = 0; i < N; i++) {
+                    uint32_t u;
+                    memcpy(&u, &ys[i], 4);
+                    off += u != 0x7f7f7f7fu;
+                }
+                continue;
+            }
+            cuda_qmat one = b.W[m]; /* expert sel[s]'s rows alone, the plain T = 1 launch */
+            const size_t r0 = (size_t)sel[s] * (size_t)N;
+            one.qs = (const char *)one.qs + r0 * (size_t)U * gemv_qs_bytes(type);
+            one.hi = one.hi ? (const char *)one.hi + r0 * (size_t)U * gemv_hi_bytes(type) : NULL;
+            one.meta = (const char *)one.meta + r0 * (size_t)(U / (gemv_meta_group(type) / 32)) * gemv_meta_bytes(type);
+            const int xr = s / xdiv;
+            if ((rc = kcheck(cuda_gemv_q(&one, dxq + (size_t)xr * K, dds + (size_t)xr * U * 2, dy1, 1, 0), e, "cuda_gemv_q")) ||
+                (rc = cu_download(y1, dy1, sizeof(float) * (size_t)N, e)))
+                break;
+            for (int64_t i = 0; i < N; i++) off += memcmp(&ys[i], &y1[i], 4) != 0;
+        }
+    }
+    if (rc) goto done;
+    res->tol = 0;
+    res->max_err = (double)off;
+    snprintf(res->detail, sizeof res->detail, "%d slots of %d experts, %d set%s: %lld values off the plain GEMV (id %d: untouched)",
+             n_slots, E, nm, nm > 1 ? "s" : "", (long long)off, E);
+    if (bench) {
+        const double bytes = (double)nm * n_slots * ((double)(nq + nh + nm_) / E) + (double)n_slots * N * 4 * nm;
+        if ((rc = bench_fill(res, gemvx_launch, &b, GX_SETS, bytes, e))) goto done;
+    }
+done:
+    dpool_free(&dp);
+    free(src), free(qs), free(hi), free(meta), free(x), free(y), free(y1), free(sel);
     return rc;
 }

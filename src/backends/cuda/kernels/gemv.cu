@@ -502,11 +502,13 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
  * warps 1-3 one, and each group waits at the barrier for warp 0; smaller groups wait less and fit twice the
  * blocks an SM). On the H200 (2026-12-06, docs/benchmarks.md): qwen35 27B tg128 108.8 -> 115.2 t/s (every
  * K of the 27B is of that kind); llama 8B (K = 4096, balanced) 344.3 with 4 rows everywhere, 342.1 with 2; the
- * kernel alone at K = 5120 / 17408 / 6144 / 14336 0.89-0.97x the time of 4 rows. K alone decides, and every
- * form gives the same bits (cuda-check compares them). */
-static int gemv_stream_default(int64_t K) {
+ * kernel alone at K = 5120 / 17408 / 6144 / 14336 0.89-0.97x the time of 4 rows. Narrow matrices (N < 2048) keep
+ * 4: the 0.5B's ffn_down (K 4864, N 896) with 2 rows made its step 2.5-7.5% slower in 4 of 4 alternating pairs
+ * (H100, 2026-12-06), while the 27B's shapes (N >= 5120) gained 1.05x there too. K and N decide, never T, and
+ * every form gives the same bits (cuda-check compares them). */
+static int gemv_stream_default(int64_t K, int64_t N) {
     const int64_t U = K / 32;
-    return U >= 128 && U % 128 ? 2 : GEMV_STREAM_ROWS;
+    return U >= 128 && U % 128 && N >= 2048 ? 2 : GEMV_STREAM_ROWS;
 }
 
 /* form: the T = 1 kernel without experts (0 k_gemv_q, 2 / 4 / 8 k_gemv_stream with that many rows a group, -1
@@ -523,7 +525,7 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
             ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))
             return CUDA_KERR_ARGS;
     }
-    if (form < 0) form = gemv_stream_default(W->K);
+    if (form < 0) form = gemv_stream_default(W->K, W->N);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     switch (W->type) {
     case QT_Q4_0: launch_type<QT_Q4_0>(W, nW, xq, ds, y, res, T, ex, s); break;

@@ -44,7 +44,7 @@ static __device__ __forceinline__ void w_at4(const void *W, int64_t i, float *w)
 
 /* V4: 4 values a load (K % 4 == 0, rows aligned): lane l takes values [4 l, 4 l + 4) + 128 i; else one
  * value a load, lane l taking values l + 32 i */
-template <int WT, bool V4>
+template <int WT, bool V4, int MAXT>
 __global__ void __launch_bounds__(128)
     k_matmul_f(const void *__restrict__ W, const float *__restrict__ x, float *__restrict__ y, int N, int K, int T,
                const int32_t *__restrict__ sel, int E, int xdiv, int slot0) {
@@ -60,19 +60,49 @@ __global__ void __launch_bounds__(128)
         xr0 = slot / xdiv, yr0 = slot, nt = 1;
     } else {
         xr0 = yr0 = (int64_t)blockIdx.y * 8;
-        nt = min(8, T - (int)xr0);
+        nt = min(MAXT, T - (int)xr0);
     }
-    float acc[8];
+    float acc[MAXT];
 #pragma unroll
-    for (int j = 0; j < 8; j++) acc[j] = 0.0f;
+    for (int j = 0; j < MAXT; j++) acc[j] = 0.0f;
     const float *xb = x + xr0 * K;
-    if constexpr (V4) {
+    if constexpr (V4 && MAXT == 1) {
+        /* one token: UNR iterations' loads issued before their products (the same products in the same
+         * order as below, so the same bits): a lane's K / 128 loads are then ~K / (128 UNR) round trips */
+        constexpr int UNR = 8;
+        int kk = lane * 4;
+        for (; kk + 128 * (UNR - 1) < K; kk += 128 * UNR) {
+            float w[UNR][4];
+            float4 xv[UNR];
+#pragma unroll
+            for (int u = 0; u < UNR; u++) {
+                w_at4<WT>(W, wrow * K + kk + 128 * u, w[u]);
+                xv[u] = __ldg((const float4 *)(xb + kk + 128 * u));
+            }
+#pragma unroll
+            for (int u = 0; u < UNR; u++) {
+                acc[0] = fmaf(w[u][0], xv[u].x, acc[0]);
+                acc[0] = fmaf(w[u][1], xv[u].y, acc[0]);
+                acc[0] = fmaf(w[u][2], xv[u].z, acc[0]);
+                acc[0] = fmaf(w[u][3], xv[u].w, acc[0]);
+            }
+        }
+        for (; kk < K; kk += 128) {
+            float w[4];
+            w_at4<WT>(W, wrow * K + kk, w);
+            const float4 xv = __ldg((const float4 *)(xb + kk));
+            acc[0] = fmaf(w[0], xv.x, acc[0]);
+            acc[0] = fmaf(w[1], xv.y, acc[0]);
+            acc[0] = fmaf(w[2], xv.z, acc[0]);
+            acc[0] = fmaf(w[3], xv.w, acc[0]);
+        }
+    } else if constexpr (V4) {
 #pragma unroll 4
         for (int kk = lane * 4; kk < K; kk += 128) {
             float w[4];
             w_at4<WT>(W, wrow * K + kk, w);
 #pragma unroll
-            for (int j = 0; j < 8; j++)
+            for (int j = 0; j < MAXT; j++)
                 if (j < nt) {
                     const float4 xv = __ldg((const float4 *)(xb + (int64_t)j * K + kk));
                     acc[j] = fmaf(w[0], xv.x, acc[j]);
@@ -85,12 +115,12 @@ __global__ void __launch_bounds__(128)
         for (int kk = lane; kk < K; kk += 32) {
             const float w = w_at<WT>(W, wrow * K + kk);
 #pragma unroll
-            for (int j = 0; j < 8; j++)
+            for (int j = 0; j < MAXT; j++)
                 if (j < nt) acc[j] = fmaf(w, xb[(int64_t)j * K + kk], acc[j]);
         }
     }
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < MAXT; j++) {
         if (j >= nt) break;
         const float r = warp_sum(acc[j]);
         if (lane == 0) y[(yr0 + j) * N + n] = r;
@@ -104,7 +134,8 @@ static void launch_f(const void *W, const float *x, float *y, int N, int K, int 
     /* 4 values a load: K % 4 == 0 keeps every row start aligned if W and x are (16 bytes for the f32 loads,
      * 8 for the f16 / bf16 weight loads) */
     const bool v4 = K % 4 == 0 && (uintptr_t)W % (WT == QT_F32 ? 16 : 8) == 0 && (uintptr_t)x % 16 == 0;
-    auto kern = v4 ? k_matmul_f<WT, true> : k_matmul_f<WT, false>;
+    /* one token a block (T = 1, or the expert form): the unrolled one-token kernel */
+    auto kern = v4 ? (T == 1 || sel ? k_matmul_f<WT, true, 1> : k_matmul_f<WT, true, 8>) : k_matmul_f<WT, false, 8>;
     if (!sel) {
         kl(kern, dim3(gx, (unsigned)((T + 7) / 8)), 128, 0, s, W, x, y, N, K, T, nullptr, E, 1, 0);
         return;

@@ -13,11 +13,13 @@ static __device__ __forceinline__ void best_of(float &v, int &id, float v2, int 
     if (v2 > v || (v2 == v && id2 < id) || id < 0) v = v2, id = id2;
 }
 
-/* one warp per token, 4 a block: lane l holds experts l, l + 32, ... (ROUTE_MAX_E / 32 registers); the
- * softmax by warp reductions, then K rounds of a warp arg-max over the untaken. No block barrier: as 256
- * threads with two barriers and a serial step a round, a decode step's router (E = 256, K = 8) took ~12 us
- * on the H200. Every lane ends a round with the same (value, id): best_of is a total order. */
-#define ROUTE_PER_LANE (ROUTE_MAX_E / 32)
+/* one warp per token, 4 a block: lane l holds experts l, l + 32, ... (PER registers, PER >= E / 32: a power
+ * of two, so E = 256 walks 8 a lane, not ROUTE_MAX_E / 32; the slots past E took no part in any sum or
+ * comparison, so every PER gives the same bits); the softmax by warp reductions, then K rounds of a warp
+ * arg-max over the untaken. No block barrier: as 256 threads with two barriers and a serial step a round, a
+ * decode step's router (E = 256, K = 8) took ~12 us on the H200. Every lane ends a round with the same
+ * (value, id): best_of is a total order. */
+template <int ROUTE_PER_LANE>
 __global__ void __launch_bounds__(128) k_moe_route(const float *__restrict__ logits, int32_t *__restrict__ ids,
                                                    float *__restrict__ w, int T, int E, int K, int gating, int renorm) {
     pdl_enter();
@@ -105,7 +107,12 @@ extern "C" int cuda_moe_route(const float *logits, int32_t *ids, float *w, int T
     if (!logits || !ids || !w || T < 1 || E < 1 || E > ROUTE_MAX_E || K < 1 || K > 32 || K > E ||
         (gating != CUDA_MOE_SOFTMAX && gating != CUDA_MOE_SIGMOID))
         return CUDA_KERR_ARGS;
-    kl(k_moe_route, (T + 3) / 4, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
+    const unsigned b = (T + 3) / 4;
+    if (E <= 64) kl(k_moe_route<2>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
+    else if (E <= 128) kl(k_moe_route<4>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
+    else if (E <= 256) kl(k_moe_route<8>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
+    else if (E <= 512) kl(k_moe_route<16>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
+    else kl(k_moe_route<ROUTE_MAX_E / 32>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
     return launch_status();
 }
 
