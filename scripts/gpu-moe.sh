@@ -16,12 +16,13 @@ F=/dev/shm/moe35.gguf
 timeout 60 "${B[@]}" synth --preset qwen35moe-35b-a3b --type q4_k_m --out $F > "$OUT/synth-moe.txt" 2>&1
 # the GEMV cases of the 35B's shapes with the default T = 1 shape and each LLM170_CUDA_GEMV="1,R,WPR,UNR" of
 # GEMV_VARIANTS (kernels/gemv.cu; a variant applies to every T = 1 GEMV, so its tg128 is measured too)
-CASES=${MOE_CASES:-"K2048 N,K512 N2048,K4096 N2048 T1"}
+CASES=${MOE_CASES:-"K2048 N,K512 N2048,K4096 N2048 T1,E256"}
 for g in default ${GEMV_VARIANTS:-}; do
   e=(); [ "$g" = default ] || e=(env "LLM170_CUDA_GEMV=1,$g")
   timeout 60 "${e[@]}" "${B[@]}" cuda-check --bench --filter "$CASES" > "$OUT/moe-gemv-${g//,/_}.txt" 2>&1
   echo "== GEMV $g, the 35B shapes: $(grep -c ' ok' "$OUT/moe-gemv-${g//,/_}.txt") ok, $(grep -cE 'FAIL|ERR' "$OUT/moe-gemv-${g//,/_}.txt") FAIL/ERR"
-  grep -E "^gemv" "$OUT/moe-gemv-${g//,/_}.txt" | awk '{printf "  %s %s %s %s  %s us %s GB/s %s\n", $2, $3, $4, $5, $9, $10, $11}'
+  grep -E "^gemv " "$OUT/moe-gemv-${g//,/_}.txt" | awk '{printf "  %s %s %s %s  %s us %s GB/s %s\n", $2, $3, $4, $5, $9, $10, $11}'
+  grep -E "^gemv_experts " "$OUT/moe-gemv-${g//,/_}.txt" | cut -c1-110 # the routed experts' launch (its own columns)
 done
 for v in default ${MOE_ENVS:-} ${GEMV_VARIANTS:+$(for g in $GEMV_VARIANTS; do printf "LLM170_CUDA_GEMV=1,%s " "$g"; done)}; do
   e=(); [ "$v" = default ] || e=(env ${v//+/ })
