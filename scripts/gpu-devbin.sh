@@ -8,5 +8,5 @@ if [ -f .devbin/bundle.tar.xz ]; then # scripts/gpu-bundle.sh: llm170 and plant-
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(".devbin", filter="data")' .devbin/bundle.tar.xz &&
     rm .devbin/bundle.tar.xz
 fi
-chmod +x .devbin/llm170 .devbin/plant-*/llm170 2>/dev/null
+chmod +x .devbin/llm170 .devbin/plant-*/llm170 .devbin/alt-*/llm170 2>/dev/null
 B=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PWD/.devbin/llm170")
