@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Stages another version of llm170 beside the real one, for a device call that compares two trees in one
-# run (scripts/gpu-ab-bin.sh): the difference between HEAD and REF (a branch or commit) applied to the tree
-# as a patch, llm170 built in the given build folder, staged (stripped) as .devstage/alt-NAME/llm170 and
-# packed into .devbin/bundle.tar.xz with the others (scripts/gpu-bundle.sh; a variant adds little to the
-# bundle), then the patch reverted and llm170 rebuilt (only the files it touched recompile). Run after
-# scripts/gpu-stage.sh (which empties .devbin/). The tree must be clean.
+# run (scripts/gpu-variants.sh: a variant named NAME runs it): the difference between HEAD and REF (a branch or
+# commit) applied to the tree as a patch, llm170 built in the given build folder, staged (stripped) as
+# .devstage/alt-NAME/llm170 and packed into .devbin/bundle.tar.xz with the others (scripts/gpu-bundle.sh; a
+# tree whose GEMV kernels differ added 4 MB to the 6.3 MB bundle: with the tracked files that is at the
+# 64 MiB a call carries), then the patch reverted and llm170 rebuilt (only the files it touched recompile).
+# Run after scripts/gpu-stage.sh (which empties .devbin/). The tree must be clean.
 #   scripts/gpu-stage-alt.sh NAME REF [build-cuda]      e.g. scripts/gpu-stage-alt.sh meta gemv-meta
 set -eu
 name=$1 ref=$2 build=${3:-build-cuda}

@@ -8,12 +8,21 @@
 # the default variables, `cuda-check --bench --filter CHECK_FILTER` (default "gemv,q8_1": every T = 1 GEMV
 # form compared bit for bit and timed). PROF_SHAPES: a decode profile
 # (LLM170_CUDA_PROFILE) of those shapes under the last variant.
+# A variant named like a binary scripts/gpu-stage-alt.sh staged (.devbin/alt-NAME/llm170: another tree, e.g. a
+# branch) runs that binary instead of the staged llm170, so two trees compare in one call; with VARIANT_BENCH
+# set its cuda-check also times the kernels (--bench).
 # Stage: scripts/gpu-stage.sh build-cuda; run(carry: [".devbin"]). Logs under $OUT; a short table last.
 set -u
 . scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries)
 VARIANTS=${VARIANTS:-"base:"}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 venv() { local e=${1#*:}; [ -n "$e" ] && echo "env ${e//+/ }"; } # a variant's `env VAR=VALUE ...` prefix
+vbin() { # X: the binary variant $1 runs (its staged alt, else the staged llm170)
+  X=("${B[@]}")
+  if [ -x ".devbin/alt-$1/llm170" ]; then X=(env "LD_LIBRARY_PATH=$PWD/.devbin/lib" "$PWD/.devbin/alt-$1/llm170"); fi
+  return 0
+}
+for d in .devbin/alt-*/; do [ -f "$d/ref" ] && d=${d%/} && echo "== ${d#.devbin/alt-}: $(cat "$d/ref")"; done
 if [ -z "${SKIP_CHECK:-}" ]; then
   CF=${CHECK_FILTER:-gemv,q8_1}
   timeout 300 "${B[@]}" cuda-check --bench --filter "$CF" > "$OUT/bench.txt" 2>&1
@@ -23,8 +32,10 @@ if [ -z "${SKIP_CHECK:-}" ]; then
     "$OUT/bench.txt" | sort
   for v in $VARIANTS; do
     n=${v%%:*}
-    $(venv "$v") timeout 300 "${B[@]}" cuda-check --filter "${VARIANT_FILTER:-q8_1}" > "$OUT/check-$n.txt" 2>&1
-    $(venv "$v") timeout 200 "${B[@]}" cuda-check --engine > "$OUT/engine-$n.txt" 2>&1
+    vbin "$n"
+    $(venv "$v") timeout 300 "${X[@]}" cuda-check ${VARIANT_BENCH:+--bench} --filter "${VARIANT_FILTER:-q8_1}" \
+      > "$OUT/check-$n.txt" 2>&1
+    $(venv "$v") timeout 200 "${X[@]}" cuda-check --engine > "$OUT/engine-$n.txt" 2>&1
     echo "== $n: $(tail -1 "$OUT/check-$n.txt"); $(grep -E 'engine check' "$OUT/engine-$n.txt" | tail -1)"
     grep -hE " FAIL| ERR" "$OUT/check-$n.txt" "$OUT/engine-$n.txt" | head -5 | cut -c1-200
   done
@@ -37,8 +48,9 @@ for shape in ${SHAPES:-llama-8b}; do
   for i in $(seq 1 "${ROUNDS:-2}"); do
     for v in $VARIANTS; do
       n=${v%%:*}
+      vbin "$n"
       log="$OUT/ab-$shape-$n-$i.txt"
-      $(venv "$v") timeout "${AB_TIMEOUT:-150}" "${B[@]}" bench --model "$f" --device cuda -p "${PP:-0}" -n 128 \
+      $(venv "$v") timeout "${AB_TIMEOUT:-150}" "${X[@]}" bench --model "$f" --device cuda -p "${PP:-0}" -n 128 \
         -r "${R:-3}" > "$log" 2>&1
       echo "  $n $i: $(grep -E 'tg128|pp[0-9]' "$log" | awk -F'|' 'NF > 3 {printf "%s ", $(NF-1)}' | tr -s ' ')" \
            "$(grep -oE 'GPU [0-9.]+ us' "$log" | head -1)$(grep -iE 'error' "$log" | head -2)"
@@ -46,7 +58,8 @@ for shape in ${SHAPES:-llama-8b}; do
   done
   if [[ " ${PROF_SHAPES:-} " == *" $shape "* ]]; then
     last=${VARIANTS##* }
-    $(venv "$last") env LLM170_CUDA_PROFILE=1 timeout 150 "${B[@]}" bench --model "$f" --device cuda -p 0 -n 32 -r 1 \
+    vbin "${last%%:*}"
+    $(venv "$last") env LLM170_CUDA_PROFILE=1 timeout 150 "${X[@]}" bench --model "$f" --device cuda -p 0 -n 32 -r 1 \
       > "$OUT/prof-$shape.txt" 2>&1
     echo "-- decode profile ($shape, ${last%%:*})"; grep -E "^\| [a-z]|cuda profile|rror" "$OUT/prof-$shape.txt" | head -22 | cut -c1-100
   fi

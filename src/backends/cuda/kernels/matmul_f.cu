@@ -42,6 +42,14 @@ static __device__ __forceinline__ void w_at4(const void *W, int64_t i, float *w)
     }
 }
 
+/* acc += w[0..3] . x, one fmaf at a time in index order (every V4 form sums in this order) */
+static __device__ __forceinline__ float fma4(const float *w, float4 x, float acc) {
+    acc = fmaf(w[0], x.x, acc);
+    acc = fmaf(w[1], x.y, acc);
+    acc = fmaf(w[2], x.z, acc);
+    return fmaf(w[3], x.w, acc);
+}
+
 /* V4: 4 values a load (K % 4 == 0, rows aligned): lane l takes values [4 l, 4 l + 4) + 128 i; else one
  * value a load, lane l taking values l + 32 i */
 template <int WT, bool V4, int MAXT>
@@ -80,21 +88,12 @@ __global__ void __launch_bounds__(128)
                 xv[u] = __ldg((const float4 *)(xb + kk + 128 * u));
             }
 #pragma unroll
-            for (int u = 0; u < UNR; u++) {
-                acc[0] = fmaf(w[u][0], xv[u].x, acc[0]);
-                acc[0] = fmaf(w[u][1], xv[u].y, acc[0]);
-                acc[0] = fmaf(w[u][2], xv[u].z, acc[0]);
-                acc[0] = fmaf(w[u][3], xv[u].w, acc[0]);
-            }
+            for (int u = 0; u < UNR; u++) acc[0] = fma4(w[u], xv[u], acc[0]);
         }
         for (; kk < K; kk += 128) {
             float w[4];
             w_at4<WT>(W, wrow * K + kk, w);
-            const float4 xv = __ldg((const float4 *)(xb + kk));
-            acc[0] = fmaf(w[0], xv.x, acc[0]);
-            acc[0] = fmaf(w[1], xv.y, acc[0]);
-            acc[0] = fmaf(w[2], xv.z, acc[0]);
-            acc[0] = fmaf(w[3], xv.w, acc[0]);
+            acc[0] = fma4(w, __ldg((const float4 *)(xb + kk)), acc[0]);
         }
     } else if constexpr (V4) {
 #pragma unroll 4
@@ -103,13 +102,7 @@ __global__ void __launch_bounds__(128)
             w_at4<WT>(W, wrow * K + kk, w);
 #pragma unroll
             for (int j = 0; j < MAXT; j++)
-                if (j < nt) {
-                    const float4 xv = __ldg((const float4 *)(xb + (int64_t)j * K + kk));
-                    acc[j] = fmaf(w[0], xv.x, acc[j]);
-                    acc[j] = fmaf(w[1], xv.y, acc[j]);
-                    acc[j] = fmaf(w[2], xv.z, acc[j]);
-                    acc[j] = fmaf(w[3], xv.w, acc[j]);
-                }
+                if (j < nt) acc[j] = fma4(w, __ldg((const float4 *)(xb + (int64_t)j * K + kk)), acc[j]);
         }
     } else {
         for (int kk = lane; kk < K; kk += 32) {

@@ -107,12 +107,9 @@ extern "C" int cuda_moe_route(const float *logits, int32_t *ids, float *w, int T
     if (!logits || !ids || !w || T < 1 || E < 1 || E > ROUTE_MAX_E || K < 1 || K > 32 || K > E ||
         (gating != CUDA_MOE_SOFTMAX && gating != CUDA_MOE_SIGMOID))
         return CUDA_KERR_ARGS;
-    const unsigned b = (T + 3) / 4;
-    if (E <= 64) kl(k_moe_route<2>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
-    else if (E <= 128) kl(k_moe_route<4>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
-    else if (E <= 256) kl(k_moe_route<8>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
-    else if (E <= 512) kl(k_moe_route<16>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
-    else kl(k_moe_route<ROUTE_MAX_E / 32>, b, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
+    auto k = E <= 64 ? k_moe_route<2> : E <= 128 ? k_moe_route<4> : E <= 256 ? k_moe_route<8>
+           : E <= 512 ? k_moe_route<16> : k_moe_route<ROUTE_MAX_E / 32>;
+    kl(k, (T + 3) / 4, 128, 0, s, logits, ids, w, T, E, K, (int)gating, renorm);
     return launch_status();
 }
 
