@@ -8,7 +8,8 @@
 #   scripts/gpu-stage-plant.sh [build-cuda] [cudagraph-stale-upload | cuda-stale-q8-record | gemv-t-dependent |
 #                                            attn-batch-splits | gemv-mma-order | gdn-q8-record |
 #                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp |
-#                                            moe-combine-blocks | matmul-f-token | gemv-experts-row]
+#                                            moe-combine-blocks | matmul-f-token | gemv-experts-row |
+#                                            gemv-lean-role]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -42,7 +43,8 @@
 # "K = 2088, each token alone = in the pass of 3" rows must fail (other bits than the 8-token kernel).
 # gemv-experts-row: the routed experts' GEMV reads the neighbouring expert's rows (e ^ 1): cuda-check's
 # gemv_experts cases must fail on their bit-for-bit comparison with the plain GEMV.
-# (The last three were written on 2026-12-06 without device time left: not yet seen failing on a GPU.)
+# gemv-lean-role: k_gemv_lean (the default T = 1 GEMV) adds a row's 4 roles in reverse order, not k_gemv_q's
+# order of its warps: cuda-check's forms comparison must fail on the K >= 4096 cases its filter names.
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

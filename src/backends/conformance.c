@@ -705,6 +705,9 @@ static void check_device(const char *name) {
     gguf_tensor gte;
     CHECK(make_weight(&r, QT_F32, 768, 37, 3, &we, &wed, &gte));
     free(wed);
+    /* the widest row (check_matmul_alone's K = 2088: a GPU sizes its activation scratch by the widest K) */
+    CHECK(make_weight(&r, QT_F32, 2088, 6, 1, &we, &wed, &gte));
+    free(wed);
     /* and the largest quantized matrix (a GPU sizes its GEMM's dequantized copy by it) */
     CHECK(make_weight(&r, QT_Q4_K, 768, 64, 1, &we, &wed, &gte));
     free(wed);

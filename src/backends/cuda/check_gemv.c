@@ -1,6 +1,6 @@
 /* check_gemv: conformance cases of the q8_1 quantizer (kernels/quantize.cu) and the quantized GEMV
  * (kernels/gemv.cu).
- *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma k_gemv_stream (and k_gemv_q's routed-experts form)
+ *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma k_gemv_stream k_gemv_lean (and the routed-experts forms)
  *
  * GEMV error model. The GPU computes, per output, a float sum over the K/32 units of
  *     term_u = a_u * (dx_u * isum_u) + b_u * sx_u
@@ -82,7 +82,7 @@ static int gemv_launch_form(void *ctx, int i, cudaStream_t s) {
 }
 
 /* the T = 1 forms of cuda_gemv_q1_form, each compared bit for bit (and, with --bench, timed) */
-static const int gemv_forms[] = {0, 2, 4, 8};
+static const int gemv_forms[] = {0, 2, 4, 8, 11, 12, 14};
 
 /* the three references for output (n, t); see the header comment */
 typedef struct gemv_refs { double exact, b1, f32, b2, cpu, b3; } gemv_refs;
@@ -185,9 +185,9 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
                 break;
             for (int64_t i = 0; i < N; i++) res_bad += memcmp(&y2[i], &y[(size_t)t * N + i], 4) != 0;
         }
-        /* the T = 1 kernels (cuda_gemv_q1_form: k_gemv_q, and k_gemv_stream with 2, 4 and 8 rows a group) over
-         * row 0's activations, plain and grouped with member 0's residual: each output bit for bit row 0 of the
-         * launch above, and res + y rounded once */
+        /* the T = 1 kernels (cuda_gemv_q1_form: k_gemv_q, k_gemv_stream with 2, 4 and 8 rows a group,
+         * k_gemv_lean with 1, 2 and 4) over row 0's activations, plain and grouped with member 0's residual:
+         * each output bit for bit row 0 of the launch above, and res + y rounded once */
         for (int f = 0; f < (int)(sizeof gemv_forms / sizeof *gemv_forms) && !rc; f++) {
             float *one = dy2;
             if ((rc = kcheck(cuda_gemv_q1_form(&b.W[0], 1, dxq, dds, &one, NULL, gemv_forms[f], 0), e, "cuda_gemv_q1_form")) ||

@@ -432,12 +432,6 @@ static void launch_1r(const cuda_qmat *W, int nW, const int8_t *xq, const float 
     }
 }
 
-/* The T = 1 kernel without experts: k_gemv_stream (gemv_stream.cu) with 4 rows a warp group (2 where the
- * warps' shares of a row differ: gemv_stream_default), the same bits as k_gemv_q (cuda-check compares every
- * form; docs/cuda.md "The streaming T = 1 GEMV": 1.03-1.21x tg128 over k_gemv_q on the H200, 8 rows a group
- * slower). */
-#define GEMV_STREAM_ROWS 4
-
 template <enum qtype TYPE, int T>
 static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                      const gemv_experts *ex, cudaStream_t s) {
@@ -497,22 +491,8 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
     }
 }
 
-/* The default T = 1 form: k_gemv_stream with GEMV_STREAM_ROWS rows a group, or 2 where a row's units are
- * not a multiple of 128, so that its 4 warps' shares differ (the 27B's K = 5120: warp 0 takes 2 units a lane,
- * warps 1-3 one, and each group waits at the barrier for warp 0; smaller groups wait less and fit twice the
- * blocks an SM). On the H200 (2026-12-06, docs/benchmarks.md): qwen35 27B tg128 108.8 -> 115.2 t/s (every
- * K of the 27B is of that kind); llama 8B (K = 4096, balanced) 344.3 with 4 rows everywhere, 342.1 with 2; the
- * kernel alone at K = 5120 / 17408 / 6144 / 14336 0.89-0.97x the time of 4 rows. Narrow matrices (N < 2048) keep
- * 4: the 0.5B's ffn_down (K 4864, N 896) with 2 rows made its step 2.5-7.5% slower in 4 of 4 alternating pairs
- * (H100, 2026-12-06), while the 27B's shapes (N >= 5120) gained 1.05x there too. K and N decide, never T, and
- * every form gives the same bits (cuda-check compares them). */
-static int gemv_stream_default(int64_t K, int64_t N) {
-    const int64_t U = K / 32;
-    return U >= 128 && U % 128 && N >= 2048 ? 2 : GEMV_STREAM_ROWS;
-}
-
-/* form: the T = 1 kernel without experts (0 k_gemv_q, 2 / 4 / 8 k_gemv_stream with that many rows a group, -1
- * the default: gemv_stream_default) */
+/* form: the T = 1 kernel (0 k_gemv_q, 2 / 4 / 8 k_gemv_stream with that many rows a group, 11 / 12 / 14
+ * k_gemv_lean with 1 / 2 / 4 rows a warp, -1 the default below); T > 1 takes k_gemv_q whatever the form */
 static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
                     const gemv_experts *ex, cudaStream_t s, int form = -1) {
     if (!W || nW < 1 || nW > GEMV_GROUP || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
@@ -525,7 +505,11 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
             ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))
             return CUDA_KERR_ARGS;
     }
-    if (form < 0) form = gemv_stream_default(W->K, W->N);
+    /* the default at T = 1: k_gemv_lean with 2 rows a warp without experts (docs/cuda.md "The lean T = 1
+     * GEMV": 1.06-1.07x tg128 on the 8B and 27B shapes, the small models and the 35B-A3B unchanged), k_gemv_q
+     * for the routed experts (the lean kernel was 0.87-1.16x its time there) */
+    if (form < 0) form = ex ? 0 : 12;
+    if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form - 10, s);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     switch (W->type) {
     case QT_Q4_0: launch_type<QT_Q4_0>(W, nW, xq, ds, y, res, T, ex, s); break;
@@ -557,7 +541,8 @@ extern "C" int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, co
 
 extern "C" int cuda_gemv_q1_form(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y,
                                  float *res, int rows, cudaStream_t s) {
-    if (rows != 0 && rows != 2 && rows != 4 && rows != 8) return CUDA_KERR_ARGS;
+    if (rows != 0 && rows != 2 && rows != 4 && rows != 8 && rows != 11 && rows != 12 && rows != 14)
+        return CUDA_KERR_ARGS;
     return gemv_run(W, n, xq, ds, y, res, 1, NULL, s, rows);
 }
 

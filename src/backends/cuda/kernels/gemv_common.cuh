@@ -1,12 +1,15 @@
-/* gemv_common: what the two T = 1 GEMV kernels share (k_gemv_q in gemv.cu, a block per row group;
- * k_gemv_stream in gemv_stream.cu, a persistent grid streaming row groups): the matrices of one launch, the
+/* gemv_common: what the T = 1 GEMV kernels share (k_gemv_q in gemv.cu, a block per row group;
+ * k_gemv_stream in gemv_stream.cu, a persistent grid streaming row groups; k_gemv_lean in gemv_lean.cu, a
+ * warp a row group): the matrices of one launch, the
  * warp reduction, the per-unit float term. A row's bits are fixed by
- * these and by which lane sums which units (K alone decides), so both kernels give the same bits.
+ * these and by which lane sums which units (K alone decides), so the kernels give the same bits.
  * Header-only; included by kernels/gemv*.cu only. */
 #ifndef LLM170_BACKENDS_CUDA_GEMV_COMMON_CUH
 #define LLM170_BACKENDS_CUDA_GEMV_COMMON_CUH
 
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/gemv_unpack.h"
@@ -90,9 +93,28 @@ static __device__ __forceinline__ float gemv_term(const uint32_t *w, int4 x0, in
     return p;
 }
 
+/* f(std::integral_constant<enum qtype, TYPE>{}) for a GEMV weight type (the seven the kernels take), else
+ * CUDA_KERR_UNSUPPORTED: the launchers' one switch over the types */
+template <typename F> static int gemv_by_type(enum qtype t, F f) {
+    switch (t) {
+    case QT_Q4_0: return f(std::integral_constant<enum qtype, QT_Q4_0>{});
+    case QT_Q4_1: return f(std::integral_constant<enum qtype, QT_Q4_1>{});
+    case QT_Q5_0: return f(std::integral_constant<enum qtype, QT_Q5_0>{});
+    case QT_Q8_0: return f(std::integral_constant<enum qtype, QT_Q8_0>{});
+    case QT_Q4_K: return f(std::integral_constant<enum qtype, QT_Q4_K>{});
+    case QT_Q5_K: return f(std::integral_constant<enum qtype, QT_Q5_K>{});
+    case QT_Q6_K: return f(std::integral_constant<enum qtype, QT_Q6_K>{});
+    default: return CUDA_KERR_UNSUPPORTED;
+    }
+}
+
 /* The T = 1 plain, residual and grouped forms (no experts) through k_gemv_stream (gemv_stream.cu): the same
  * bits as k_gemv_q's; rows: rows per warp group (2, 4 or 8). CUDA_KERR_* status. */
 int gemv_stream_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                     int rows, cudaStream_t s);
+
+/* The same forms through k_gemv_lean (gemv_lean.cu): one warp a row group of rows (1, 2 or 4) rows. */
+int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int rows,
+                  cudaStream_t s);
 
 #endif

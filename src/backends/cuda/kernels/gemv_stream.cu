@@ -228,14 +228,5 @@ static int launch_stream_type(const cuda_qmat *W, int nW, const int8_t *xq, cons
 /* Preconditions are gemv_run's (gemv.cu), which calls this only for T = 1 without experts. */
 int gemv_stream_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                     int rows, cudaStream_t s) {
-    switch (W->type) {
-    case QT_Q4_0: return launch_stream_type<QT_Q4_0>(W, nW, xq, ds, y, res, rows, s);
-    case QT_Q4_1: return launch_stream_type<QT_Q4_1>(W, nW, xq, ds, y, res, rows, s);
-    case QT_Q5_0: return launch_stream_type<QT_Q5_0>(W, nW, xq, ds, y, res, rows, s);
-    case QT_Q8_0: return launch_stream_type<QT_Q8_0>(W, nW, xq, ds, y, res, rows, s);
-    case QT_Q4_K: return launch_stream_type<QT_Q4_K>(W, nW, xq, ds, y, res, rows, s);
-    case QT_Q5_K: return launch_stream_type<QT_Q5_K>(W, nW, xq, ds, y, res, rows, s);
-    case QT_Q6_K: return launch_stream_type<QT_Q6_K>(W, nW, xq, ds, y, res, rows, s);
-    default: return CUDA_KERR_UNSUPPORTED;
-    }
+    return gemv_by_type(W->type, [&](auto t) { return launch_stream_type<t.value>(W, nW, xq, ds, y, res, rows, s); });
 }

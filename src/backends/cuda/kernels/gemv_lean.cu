@@ -1,0 +1,307 @@
+/* gemv_lean: the T = 1 GEMV (y[N] = x[K] . W^T, one activation row; plain, residual and grouped forms) with
+ * one warp a row group and few instructions a unit, the same bits as k_gemv_q (gemv.cu).
+ *
+ * Why: the T = 1 GEMV is bound by the SM's instruction issue, not by the bytes in flight (docs/benchmarks.md,
+ * "the shared-memory-staged GEMV": the same time on the H100 as on the H200, more loads in flight slower).
+ * k_gemv_stream spends ~100 instructions a Q4_K unit and row (cuobjdump -sass: ~200 in its R = 2 loop): at
+ * K = 4096 its 4 warps a row give each lane one unit a row group, so every unit pays the row group's address
+ * and member arithmetic, the scale decode branches on the lane, and the offset types subtract per byte.
+ * The H200 reads 4.45 TB/s over 132 SMs at 1.98 GHz: 17 bytes an SM a clock against 128 thread
+ * instructions, so a 16-byte unit must cost well under 120 instructions for the read to be the bound.
+ *
+ * Here one warp takes a whole row group (R rows): lane l takes units l + 32 k, k = 0, 1, .. (so each row's
+ * addresses are formed once and each step is an immediate offset), CH steps' loads issued before their
+ * arithmetic. The same bits as k_gemv_q: there (rows of K >= 4096) lane l of warp w sums units w*32 + l +
+ * 128 i in i order, the warps' sums are reduced by the butterfly and added in warp order; here unit l + 32 k
+ * goes to accumulator k % 4 (NRL = 4 roles), which is warp w = k % 4's sum in the same order, the
+ * butterfly is the same per value (warp_sum_many), and the four roles are added in order. Rows of K < 4096
+ * have one role (k_gemv_q's one warp a row group). Each unit's integer dot product is exact however it is
+ * formed, so the float term (gemv_term's operations) is the same:
+ *   - the offset types (Q4_0 - 8, Q5_0 - 16, Q6_K - 32) take the unsigned values and subtract offset * the
+ *     activation unit's integer sum (formed once for the unit's R rows), not per byte;
+ *   - high nibbles are masked in place (16x the nibble, a u8 x s8 dot product) and the sum shifted by 4;
+ *   - the Q4_K / Q5_K scale and min come from shifts and masks fixed per lane (j = lane & 7), no branch. */
+#include <stdint.h>
+
+#include "backends/cuda/kernels/gemv_common.cuh"
+
+/* u8 x s8 four-way dot product plus c (dp4a.u32.s32) */
+static __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+/* one unit's raw bytes: q (Q8_0: q and q2) the quants, h the high bits, m the scale bytes (Q4_K / Q5_K the
+ * super-block's 16; Q6_K x = the word of this unit's two int8 scales, y = the word of d; Q4_1 x = (d, m);
+ * Q4_0 / Q5_0 / Q8_0 x = d) */
+template <enum qtype TYPE> struct lean_raw {
+    uint4 q, q2;
+    uint2 h;
+    uint4 m;
+};
+
+/* per-lane constants of the Q4_K / Q5_K scale decode (j = lane & 7): sc = ((w1 >> s1) & m1) | ((w3 >> s3) &
+ * m3), mn = ((w2 >> s1) & m1) | ((w3 >> (s3 + 4)) & m3) with w1..w3 the scale words: for j < 4 sc = byte j of
+ * w1 & 63; for j >= 4 sc = (byte j - 4 of w3 & 15) | (byte j - 4 of w1 >> 2 & 0x30) (gemv_unit_scale) */
+struct lean_lane {
+    int j, s1, s3;
+    uint32_t m1, m3;
+};
+
+static __device__ __forceinline__ lean_lane lean_lane_of(int lane) {
+    lean_lane c;
+    c.j = lane & 7;
+    const int sh = 8 * (c.j & 3);
+    const bool lo = c.j < 4;
+    c.s1 = sh + (lo ? 0 : 2);
+    c.s3 = sh;
+    c.m1 = lo ? 63u : 0x30u;
+    c.m3 = lo ? 0u : 15u;
+    return c;
+}
+
+/* unit u's loads from a row's planes (q, h, m already at the row's first unit; m of K-quants at the row's first
+ * super-block) */
+template <enum qtype TYPE>
+static __device__ __forceinline__ void lean_load(const uint8_t *__restrict__ q, const uint8_t *__restrict__ h,
+                                                 const uint8_t *__restrict__ m, int u, const lean_lane &c,
+                                                 lean_raw<TYPE> &r) {
+    if (TYPE == QT_Q8_0) {
+        const uint4 *p = (const uint4 *)(q + (size_t)u * 32);
+        r.q = __ldcs(p), r.q2 = __ldcs(p + 1);
+    } else {
+        r.q = __ldcs((const uint4 *)(q + (size_t)u * 16));
+    }
+    if (TYPE == QT_Q5_0 || TYPE == QT_Q5_K) r.h.x = __ldcs((const unsigned *)(h + (size_t)u * 4));
+    if (TYPE == QT_Q6_K) r.h = __ldcs((const uint2 *)(h + (size_t)u * 8));
+    if (TYPE == QT_Q4_K || TYPE == QT_Q5_K) {
+        r.m = __ldcs((const uint4 *)(m + (size_t)(u >> 3) * 16));
+    } else if (TYPE == QT_Q6_K) {
+        const uint8_t *g = m + (size_t)(u >> 3) * 20;
+        r.m.x = __ldcs((const unsigned *)(g + 4 * (c.j >> 1)));
+        r.m.y = __ldcs((const unsigned *)(g + 16));
+    } else if (TYPE == QT_Q4_1) {
+        r.m.x = __ldcs((const unsigned *)(m + (size_t)u * 4));
+    } else {
+        r.m.x = __ldcs((const unsigned short *)(m + (size_t)u * 2));
+    }
+}
+
+/* the activation unit: its 32 int8 as x0 (values 0..15) and x1 (16..31), d = (dx, sx), and for the offset
+ * types the integer sums of its halves */
+struct lean_x {
+    int4 x0, x1;
+    float2 d;
+    int s0, s1;
+};
+
+template <enum qtype TYPE>
+static __device__ __forceinline__ lean_x lean_xload(const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int u) {
+    lean_x x;
+    const int4 *xp = (const int4 *)(xq + (size_t)u * 32);
+    x.x0 = __ldg(xp), x.x1 = __ldg(xp + 1);
+    x.d = __ldg(ds + u);
+    x.s0 = x.s1 = 0;
+    if (TYPE == QT_Q4_0 || TYPE == QT_Q5_0 || TYPE == QT_Q6_K) {
+        const int one = 0x01010101;
+        x.s0 = __dp4a(x.x0.x, one, __dp4a(x.x0.y, one, __dp4a(x.x0.z, one, __dp4a(x.x0.w, one, 0))));
+        x.s1 = __dp4a(x.x1.x, one, __dp4a(x.x1.y, one, __dp4a(x.x1.z, one, __dp4a(x.x1.w, one, 0))));
+    }
+    return x;
+}
+
+/* value word s (values 4s..4s+3 of the half s >> 2) of a 5- or 6-bit type: the nibbles n (low nibbles for
+ * s < 4, else the high ones, in bits 0..3 of each byte) with the high bits of h put at bit 4 (Q5) or 4..5 (Q6) */
+template <enum qtype TYPE, int S>
+static __device__ __forceinline__ uint32_t lean_hi_word(uint32_t n, const uint2 &h) {
+    if (TYPE == QT_Q5_0 || TYPE == QT_Q5_K) {
+        /* bit s of each byte of h to bit 4 */
+        const uint32_t t = S <= 4 ? h.x << (4 - S) : h.x >> (S - 4);
+        return n | (t & 0x10101010u);
+    } else {
+        /* bits 2 (s & 3) .. + 1 of each byte of word s >> 2 to bits 4..5 */
+        const uint32_t w = (S >> 2) ? h.y : h.x;
+        constexpr int SH = 2 * (S & 3);
+        const uint32_t t = SH <= 4 ? w << (4 - SH) : w >> (SH - 4);
+        return n | (t & 0x30303030u);
+    }
+}
+
+/* the unit's exact integer sum(s): lo over values 0..15, hi over 16..31 (only Q6_K keeps them apart) */
+template <enum qtype TYPE>
+static __device__ __forceinline__ void lean_isum(const lean_raw<TYPE> &r, const lean_x &x, int &lo, int &hi) {
+    const uint32_t q0 = r.q.x, q1 = r.q.y, q2 = r.q.z, q3 = r.q.w;
+    if (TYPE == QT_Q8_0) {
+        lo = __dp4a((int)q0, x.x0.x, __dp4a((int)q1, x.x0.y, __dp4a((int)q2, x.x0.z, __dp4a((int)q3, x.x0.w, 0))));
+        hi = __dp4a((int)r.q2.x, x.x1.x,
+                    __dp4a((int)r.q2.y, x.x1.y, __dp4a((int)r.q2.z, x.x1.z, __dp4a((int)r.q2.w, x.x1.w, 0))));
+    } else if (TYPE == QT_Q4_0 || TYPE == QT_Q4_1 || TYPE == QT_Q4_K) {
+        const uint32_t L = 0x0F0F0F0Fu, H = 0xF0F0F0F0u;
+        lo = __dp4a((int)(q0 & L), x.x0.x, __dp4a((int)(q1 & L), x.x0.y, __dp4a((int)(q2 & L), x.x0.z, __dp4a((int)(q3 & L), x.x0.w, 0))));
+        /* 16 x the high nibbles, unsigned: the sum is 16 x theirs exactly */
+        const int h16 = dp4a_us(q0 & H, x.x1.x, dp4a_us(q1 & H, x.x1.y, dp4a_us(q2 & H, x.x1.z, dp4a_us(q3 & H, x.x1.w, 0))));
+        hi = h16 >> 4;
+        if (TYPE == QT_Q4_0) lo -= 8 * x.s0, hi -= 8 * x.s1;
+    } else {
+        const uint32_t L = 0x0F0F0F0Fu;
+        const uint32_t w0 = lean_hi_word<TYPE, 0>(q0 & L, r.h), w1 = lean_hi_word<TYPE, 1>(q1 & L, r.h);
+        const uint32_t w2 = lean_hi_word<TYPE, 2>(q2 & L, r.h), w3 = lean_hi_word<TYPE, 3>(q3 & L, r.h);
+        const uint32_t w4 = lean_hi_word<TYPE, 4>((q0 >> 4) & L, r.h), w5 = lean_hi_word<TYPE, 5>((q1 >> 4) & L, r.h);
+        const uint32_t w6 = lean_hi_word<TYPE, 6>((q2 >> 4) & L, r.h), w7 = lean_hi_word<TYPE, 7>((q3 >> 4) & L, r.h);
+        lo = __dp4a((int)w0, x.x0.x, __dp4a((int)w1, x.x0.y, __dp4a((int)w2, x.x0.z, __dp4a((int)w3, x.x0.w, 0))));
+        hi = __dp4a((int)w4, x.x1.x, __dp4a((int)w5, x.x1.y, __dp4a((int)w6, x.x1.z, __dp4a((int)w7, x.x1.w, 0))));
+        if (TYPE == QT_Q5_0) lo -= 16 * x.s0, hi -= 16 * x.s1;
+        if (TYPE == QT_Q6_K) lo -= 32 * x.s0, hi -= 32 * x.s1;
+    }
+}
+
+/* gemv_unit_scale's a, b, sc0, sc1 from the raw scale bytes, the same float operations */
+template <enum qtype TYPE>
+static __device__ __forceinline__ gemv_scale lean_scale(const lean_raw<TYPE> &r, const lean_lane &c) {
+    gemv_scale s;
+    s.b = 0.0f;
+    s.sc0 = s.sc1 = 1;
+    if (TYPE == QT_Q4_K || TYPE == QT_Q5_K) {
+        const int sc = (int)(((r.m.y >> c.s1) & c.m1) | ((r.m.w >> c.s3) & c.m3));
+        const int mn = (int)(((r.m.z >> c.s1) & c.m1) | ((r.m.w >> (c.s3 + 4)) & c.m3));
+        s.a = gemv_f16((uint16_t)(r.m.x & 0xffff)) * (float)sc;
+        s.b = -(gemv_f16((uint16_t)(r.m.x >> 16)) * (float)mn);
+    } else if (TYPE == QT_Q6_K) {
+        const int sh = 16 * (c.j & 1);
+        s.a = gemv_f16((uint16_t)(r.m.y & 0xffff));
+        s.sc0 = (int)(int8_t)(r.m.x >> sh);
+        s.sc1 = (int)(int8_t)(r.m.x >> (sh + 8));
+    } else {
+        s.a = gemv_f16((uint16_t)(r.m.x & 0xffff));
+        if (TYPE == QT_Q4_1) s.b = gemv_f16((uint16_t)(r.m.x >> 16));
+    }
+    return s;
+}
+
+/* gemv_term's float operations on the exact integer sums */
+template <enum qtype TYPE>
+static __device__ __forceinline__ float lean_term(int lo, int hi, const float2 d, const gemv_scale &sc) {
+    constexpr bool HAS_B = TYPE == QT_Q4_1 || TYPE == QT_Q4_K || TYPE == QT_Q5_K;
+    const int isum = TYPE == QT_Q6_K ? sc.sc0 * lo + sc.sc1 * hi : lo + hi;
+    float p = __fmul_rn(sc.a, __fmul_rn(d.x, (float)isum));
+    if (HAS_B) p = __fadd_rn(p, __fmul_rn(sc.b, d.y));
+    return p;
+}
+
+/* steps k0 .. k0 + CH - 1 of a lane (FULL: all below steps): their loads, then their terms into the roles'
+ * accumulators (step k0 + i is role i % NRL: k0 is a multiple of CH, so of NRL) */
+template <enum qtype TYPE, int R, int NRL, int CH, bool FULL>
+static __device__ __forceinline__ void lean_chunk(const uint8_t *const *qp, const uint8_t *const *hp,
+                                                  const uint8_t *const *mp, const int8_t *__restrict__ xq,
+                                                  const float2 *__restrict__ ds, const lean_lane &c, int k0, int steps,
+                                                  float *acc) {
+    lean_raw<TYPE> w[CH][R];
+#pragma unroll
+    for (int i = 0; i < CH; i++)
+        if (FULL || k0 + i < steps)
+#pragma unroll
+            for (int r = 0; r < R; r++) lean_load<TYPE>(qp[r], hp[r], mp[r], (k0 + i) * 32, c, w[i][r]);
+#pragma unroll
+    for (int i = 0; i < CH; i++) {
+        if (!FULL && k0 + i >= steps) break;
+        const lean_x x = lean_xload<TYPE>(xq, ds, (k0 + i) * 32);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            int lo, hs;
+            lean_isum<TYPE>(w[i][r], x, lo, hs);
+            acc[r * NRL + i % NRL] =
+                __fadd_rn(acc[r * NRL + i % NRL], lean_term<TYPE>(lo, hs, x.d, lean_scale<TYPE>(w[i][r], c)));
+        }
+    }
+}
+
+/* Blocks of GEMV_MAX_WARPS warps, a warp a row group of R rows (row group g = blockIdx.x * warps + warp over
+ * the members' groups, gemv_mats_of with R rows a "block"); NRL roles (4 for K >= 4096, else 1); CH steps a
+ * chunk (a multiple of NRL: the role of step k is then its place in the chunk). */
+template <enum qtype TYPE, int R, int NRL, int CH>
+__global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
+    k_gemv_lean(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K) {
+    pdl_enter();
+    static_assert(CH % NRL == 0, "a chunk holds whole rounds of the roles");
+    constexpr int NV = R * NRL, LG = log2_of<NV>::v;
+    static_assert(NV == pow2_ceil<NV>::v && NV <= 32, "R * NRL: a power of two <= 32");
+    constexpr int QB = gemv_qs_bytes(TYPE), HB = gemv_hi_bytes(TYPE), MB = gemv_meta_bytes(TYPE);
+    constexpr bool KQ = gemv_meta_group(TYPE) == 256;
+    const int lane = threadIdx.x & 31;
+    const unsigned g = blockIdx.x * GEMV_MAX_WARPS + (threadIdx.x >> 5);
+    const bool live = g < P.b[P.n]; /* no barrier in this kernel: a warp past the last group just leaves */
+    const unsigned m = live ? gemv_member(P, g) : 0;
+    const uint8_t *qs = m == 0 ? P.qs[0] : m == 1 ? P.qs[1] : P.qs[2];
+    const uint8_t *hi = m == 0 ? P.hi[0] : m == 1 ? P.hi[1] : P.hi[2];
+    const uint8_t *meta = m == 0 ? P.meta[0] : m == 1 ? P.meta[1] : P.meta[2];
+    const int N = m == 0 ? P.N[0] : m == 1 ? P.N[1] : P.N[2];
+    const int row0 = (int)(g - P.b[m]) * R, U = K / 32;
+    /* each row's planes at this lane's first unit (rows past N repeat the last: loaded, never written) */
+    const uint8_t *qp[R], *hp[R], *mp[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const size_t row = (size_t)min(row0 + r, N - 1);
+        qp[r] = qs + (row * U + lane) * QB;
+        hp[r] = HB ? hi + (row * U + lane) * HB : hi;
+        mp[r] = KQ ? meta + (row * (U / 8) + (lane >> 3)) * MB : meta + (row * U + lane) * MB;
+    }
+    const int steps = (U - lane + 31) / 32; /* this lane's units: lane + 32 k < U */
+    if (!live) return;
+    const lean_lane c = lean_lane_of(lane);
+    xq += (size_t)lane * 32;
+    ds += lane;
+    float acc[NV];
+#pragma unroll
+    for (int i = 0; i < NV; i++) acc[i] = 0.0f;
+    int k0 = 0;
+    for (; k0 + CH <= steps; k0 += CH) lean_chunk<TYPE, R, NRL, CH, true>(qp, hp, mp, xq, ds, c, k0, steps, acc);
+    if (k0 < steps) lean_chunk<TYPE, R, NRL, CH, false>(qp, hp, mp, xq, ds, c, k0, steps, acc);
+    warp_sum_many<NV>(acc, lane); /* lane l now holds value l >> (5 - LG) in acc[0] */
+    float *__restrict__ y = m == 0 ? P.y[0] : m == 1 ? P.y[1] : P.y[2];
+    float *__restrict__ res = m == 0 ? P.res : NULL;
+    /* row r's roles are values r * NRL .. + NRL - 1, held from lane (r * NRL + role) << (5 - LG): lane r adds
+     * them in role order (k_gemv_q's order of its warps' sums) */
+    float s = __shfl_sync(0xffffffffu, acc[0], ((lane % R) * NRL) << (5 - LG));
+#pragma unroll
+    for (int i = 1; i < NRL; i++) s = __fadd_rn(s, __shfl_sync(0xffffffffu, acc[0], ((lane % R) * NRL + i) << (5 - LG)));
+    if (lane < R && row0 + lane < N) {
+        y[row0 + lane] = s;
+        if (res) res[row0 + lane] = __fadd_rn(res[row0 + lane], s);
+    }
+}
+
+template <enum qtype TYPE, int R, int NRL, int CH>
+static int launch_lean(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                       cudaStream_t s) {
+    const gemv_mats P = gemv_mats_of(W, nW, y, res, R); /* "blocks" of R rows: a warp's row group */
+    const unsigned groups = P.b[nW], grid = (groups + GEMV_MAX_WARPS - 1) / GEMV_MAX_WARPS;
+    kl(k_gemv_lean<TYPE, R, NRL, CH>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
+    return launch_status();
+}
+
+/* roles from K alone (k_gemv_q's warps a row group); steps a chunk so that a lane has ~8 units in flight */
+template <enum qtype TYPE, int R>
+static int launch_lean_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                         cudaStream_t s) {
+    constexpr int CH = R == 1 ? 8 : 4;
+    if (W->K / 32 >= 128) return launch_lean<TYPE, R, 4, 4>(W, nW, xq, ds, y, res, s);
+    return launch_lean<TYPE, R, 1, CH>(W, nW, xq, ds, y, res, s);
+}
+
+template <enum qtype TYPE>
+static int launch_lean_type(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y,
+                            float *res, int rows, cudaStream_t s) {
+    switch (rows) {
+    case 1: return launch_lean_r<TYPE, 1>(W, nW, xq, ds, y, res, s);
+    case 2: return launch_lean_r<TYPE, 2>(W, nW, xq, ds, y, res, s);
+    case 4: return launch_lean_r<TYPE, 4>(W, nW, xq, ds, y, res, s);
+    default: return CUDA_KERR_ARGS;
+    }
+}
+
+/* Preconditions are gemv_run's (gemv.cu), which calls this only for T = 1. */
+int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int rows,
+                  cudaStream_t s) {
+    return gemv_by_type(W->type, [&](auto t) { return launch_lean_type<t.value>(W, nW, xq, ds, y, res, rows, s); });
+}
