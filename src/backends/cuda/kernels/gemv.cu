@@ -507,7 +507,7 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
     }
     /* the default at T = 1: k_gemv_lean with 2 rows a warp without experts (docs/cuda.md "The lean T = 1
      * GEMV": 1.06-1.07x tg128 on the 8B and 27B shapes, the small models and the 35B-A3B unchanged), k_gemv_q
-     * for the routed experts (the lean kernel was 0.87-1.16x its time there) */
+     * for the routed experts (an experts form of the lean kernel took 0.87-1.13x its time there) */
     if (form < 0) form = ex ? 0 : 12;
     if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form - 10, s);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
