@@ -106,15 +106,21 @@ for shape in $SHAPES; do
   R[$shape,size]=$size
 done
 echo
-echo "| shape (q4_k_m synth) | file GB | test | llm170 t/s | llama.cpp t/s | ratio | llm170 GB/s (size x t/s) | % of 4.45 TB/s |"
+# the card's read bandwidth, GB/s: the H200's as measured (../shared/GPU.md), the H100 SXM's HBM3 peak
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$gpu" in *H200*) peak=4450 ;; *H100*) peak=3350 ;; *) peak=0 ;; esac
+echo "| shape (q4_k_m synth) | file GB | test | llm170 t/s | llama.cpp t/s | ratio | llm170 GB/s (size x t/s) |" \
+     "% of ${gpu:-?}'s $(awk -v p=$peak 'BEGIN {printf "%.2f", p / 1000}') TB/s |"
 echo "|---|---|---|---|---|---|---|---|"
 for shape in $SHAPES; do
   size=${R[$shape,size]:-0}
   for t in pp512 tg128 tg128d4096 $(for np in $NPL; do echo "x$np"; done); do
     u=${R[$shape,$t,us]:-}; l=${R[$shape,$t,ll]:-}
     ratio=$(awk -v u="$u" -v l="$l" 'BEGIN {if (u > 0 && l > 0) printf "%.2f", u / l; else print "-"}')
-    bw=$(awk -v u="$u" -v s="$size" -v t="$t" 'BEGIN {if (t ~ /^tg/ && u > 0) printf "%.0f", u * s / 1e9; else print "-"}')
-    pct=$(awk -v b="$bw" 'BEGIN {if (b + 0 > 0) printf "%.0f%%", b / 4450 * 100; else print "-"}')
+    # a MoE step reads its routed experts only, not the file: no GB/s from the file's size
+    bw=$(awk -v u="$u" -v s="$size" -v t="$t" -v sh="$shape" \
+      'BEGIN {if (t ~ /^tg/ && u > 0 && sh !~ /moe/) printf "%.0f", u * s / 1e9; else print "-"}')
+    pct=$(awk -v b="$bw" -v p=$peak 'BEGIN {if (b + 0 > 0 && p > 0) printf "%.0f%%", b / p * 100; else print "-"}')
     echo "| $shape | $(awk -v s="$size" 'BEGIN {printf "%.3f", s / 1e9}') | $t | ${u:--} | ${l:--} | $ratio | $bw | $pct |"
   done
 done
