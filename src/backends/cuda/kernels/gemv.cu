@@ -511,17 +511,11 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
     if (form < 0) form = ex ? 0 : 12;
     if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form - 10, s);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
-    switch (W->type) {
-    case QT_Q4_0: launch_type<QT_Q4_0>(W, nW, xq, ds, y, res, T, ex, s); break;
-    case QT_Q4_1: launch_type<QT_Q4_1>(W, nW, xq, ds, y, res, T, ex, s); break;
-    case QT_Q5_0: launch_type<QT_Q5_0>(W, nW, xq, ds, y, res, T, ex, s); break;
-    case QT_Q8_0: launch_type<QT_Q8_0>(W, nW, xq, ds, y, res, T, ex, s); break;
-    case QT_Q4_K: launch_type<QT_Q4_K>(W, nW, xq, ds, y, res, T, ex, s); break;
-    case QT_Q5_K: launch_type<QT_Q5_K>(W, nW, xq, ds, y, res, T, ex, s); break;
-    case QT_Q6_K: launch_type<QT_Q6_K>(W, nW, xq, ds, y, res, T, ex, s); break;
-    default: return CUDA_KERR_UNSUPPORTED;
-    }
-    return launch_status();
+    const int rc = gemv_by_type(W->type, [&](auto t) {
+        launch_type<t.value>(W, nW, xq, ds, y, res, T, ex, s);
+        return CUDA_KERR_OK;
+    });
+    return rc ? rc : launch_status();
 }
 
 extern "C" int cuda_gemv_q(const cuda_qmat *W, const int8_t *xq, const float *ds, float *y, int T, cudaStream_t s) {
