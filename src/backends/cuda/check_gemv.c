@@ -1,6 +1,6 @@
 /* check_gemv: conformance cases of the q8_1 quantizer (kernels/quantize.cu) and the quantized GEMV
  * (kernels/gemv.cu).
- *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma k_gemv_stream k_gemv_lean (and the routed-experts forms)
+ *   covers: k_quantize_q8_1 k_gemv_q k_gemv_mma k_gemv_stream k_gemv_lean k_gemv_pipe (and the routed-experts forms)
  *
  * GEMV error model. The GPU computes, per output, a float sum over the K/32 units of
  *     term_u = a_u * (dx_u * isum_u) + b_u * sx_u
@@ -82,7 +82,7 @@ static int gemv_launch_form(void *ctx, int i, cudaStream_t s) {
 }
 
 /* the T = 1 forms of cuda_gemv_q1_form, each compared bit for bit (and, with --bench, timed) */
-static const int gemv_forms[] = {0, 2, 4, 8, 11, 12, 14};
+static const int gemv_forms[] = {0, 2, 4, 8, 11, 12, 14, 122, 142};
 
 /* the three references for output (n, t); see the header comment */
 typedef struct gemv_refs { double exact, b1, f32, b2, cpu, b3; } gemv_refs;

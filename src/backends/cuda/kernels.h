@@ -64,8 +64,9 @@ int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, const float *
 /* One activation row (T = 1) of n (1..CUDA_GEMV_GROUP) matrices as cuda_gemv_q_group, res (NULL or member 0's
  * residual) as cuda_gemv_q_res, through a chosen kernel: rows 0 = a block per row group (k_gemv_q), 2 / 4 / 8 =
  * a persistent grid streaming row groups of that many rows (k_gemv_stream), 11 / 12 / 14 = a warp per row
- * group of 1 / 2 / 4 rows (k_gemv_lean). Every form gives the same bits (cuda-check compares them); the
- * others above take k_gemv_lean with 2 rows at T = 1. */
+ * group of 1 / 2 / 4 rows (k_gemv_lean), 122 / 142 = a persistent grid of warps each streaming its row groups
+ * of 2 / 4 rows with 2 items' loads in flight (k_gemv_pipe). Every form gives the same bits (cuda-check compares
+ * them); the others above take, at T = 1, form 122 where K >= 4096 and form 12 below. */
 int cuda_gemv_q1_form(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y, float *res,
                       int rows, cudaStream_t s);
 

@@ -492,7 +492,8 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
 }
 
 /* form: the T = 1 kernel (0 k_gemv_q, 2 / 4 / 8 k_gemv_stream with that many rows a group, 11 / 12 / 14
- * k_gemv_lean with 1 / 2 / 4 rows a warp, -1 the default below); T > 1 takes k_gemv_q whatever the form */
+ * k_gemv_lean with 1 / 2 / 4 rows a warp, 122 / 142 k_gemv_pipe with 2 / 4 rows a warp and 2 items in flight,
+ * -1 the default below); T > 1 takes k_gemv_q whatever the form */
 static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
                     const gemv_experts *ex, cudaStream_t s, int form = -1) {
     if (!W || nW < 1 || nW > GEMV_GROUP || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
@@ -505,11 +506,12 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
             ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))
             return CUDA_KERR_ARGS;
     }
-    /* the default at T = 1: k_gemv_lean with 2 rows a warp without experts (docs/cuda.md "The lean T = 1
-     * GEMV": 1.06-1.07x tg128 on the 8B and 27B shapes, the small models and the 35B-A3B unchanged), k_gemv_q
-     * for the routed experts (an experts form of the lean kernel took 0.87-1.13x its time there) */
-    if (form < 0) form = ex ? 0 : 12;
-    if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form - 10, s);
+    /* the default at T = 1 without experts: k_gemv_pipe with 2 rows a warp and 2 items in flight where K >= 4096
+     * (4 roles), k_gemv_lean with 2 rows a warp below (docs/cuda.md "The pipelined T = 1 GEMV": tg128 against lean
+     * everywhere 1.03x on the 27B shape, 1.01x on the 8B, 0.99x on the 35B-A3B, whose K 4096 projections are
+     * small); k_gemv_q for the routed experts (an experts form of the lean kernel took 0.87-1.13x its time there) */
+    if (form < 0) form = ex ? 0 : W->K >= 4096 ? 122 : 12;
+    if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form > 100 ? form - 100 : form - 10, s);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     const int rc = gemv_by_type(W->type, [&](auto t) {
         launch_type<t.value>(W, nW, xq, ds, y, res, T, ex, s);
@@ -535,8 +537,10 @@ extern "C" int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, co
 
 extern "C" int cuda_gemv_q1_form(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y,
                                  float *res, int rows, cudaStream_t s) {
-    if (rows != 0 && rows != 2 && rows != 4 && rows != 8 && rows != 11 && rows != 12 && rows != 14)
-        return CUDA_KERR_ARGS;
+    static const int forms[] = {0, 2, 4, 8, 11, 12, 14, 122, 142};
+    bool known = false;
+    for (int f : forms) known |= rows == f;
+    if (!known) return CUDA_KERR_ARGS;
     return gemv_run(W, n, xq, ds, y, res, 1, NULL, s, rows);
 }
 

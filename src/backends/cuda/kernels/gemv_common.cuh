@@ -93,6 +93,22 @@ static __device__ __forceinline__ float gemv_term(const uint32_t *w, int4 x0, in
     return p;
 }
 
+/* blocks of KERN (GEMV_MAX_WARPS warps, no shared memory) that fit on the current device at once (occupancy x
+ * multiprocessors), per kernel and device; 0 on error. A persistent grid's size: a row's bits never depend on it */
+template <auto KERN> static unsigned gemv_capacity(void) {
+    static unsigned cap[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    if (!cap[dev]) {
+        int per_sm = 0, sms = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, KERN, 32 * GEMV_MAX_WARPS, 0) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || per_sm < 1)
+            return 0;
+        cap[dev] = (unsigned)(per_sm * sms);
+    }
+    return cap[dev];
+}
+
 /* f(std::integral_constant<enum qtype, TYPE>{}) for a GEMV weight type (the seven the kernels take), else
  * CUDA_KERR_UNSUPPORTED: the launchers' one switch over the types */
 template <typename F> static int gemv_by_type(enum qtype t, F f) {
@@ -113,8 +129,9 @@ template <typename F> static int gemv_by_type(enum qtype t, F f) {
 int gemv_stream_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                     int rows, cudaStream_t s);
 
-/* The same forms through k_gemv_lean (gemv_lean.cu): one warp a row group of rows (1, 2 or 4) rows. */
-int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int rows,
+/* The same forms through k_gemv_lean (gemv_lean.cu): form 1, 2 or 4 one warp a row group of that many rows;
+ * 10 R + D (14, 18, 22, 24, 42) k_gemv_pipe, a persistent grid, R rows a warp, D steps' loads in flight. */
+int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int form,
                   cudaStream_t s);
 
 #endif

@@ -20,7 +20,12 @@
  *   - the offset types (Q4_0 - 8, Q5_0 - 16, Q6_K - 32) take the unsigned values and subtract offset * the
  *     activation unit's integer sum (formed once for the unit's R rows), not per byte;
  *   - high nibbles are masked in place (16x the nibble, a u8 x s8 dot product) and the sum shifted by 4;
- *   - the Q4_K / Q5_K scale and min come from shifts and masks fixed per lane (j = lane & 7), no branch. */
+ *   - the Q4_K / Q5_K scale and min come from shifts and masks fixed per lane (j = lane & 7), no branch.
+ *
+ * k_gemv_pipe (below) streams the same terms through a persistent grid with the loads of the next items in flight
+ * across chunk and row-group ends: ncu later showed the lean kernel waiting on its loads (issue slots 27% busy),
+ * not issue-bound, at 2 rows a warp. gemv_run takes it where K >= 4096 and this kernel below (docs/cuda.md, "The
+ * pipelined T = 1 GEMV"). */
 #include <stdint.h>
 
 #include "backends/cuda/kernels/gemv_common.cuh"
@@ -216,6 +221,47 @@ static __device__ __forceinline__ void lean_chunk(const uint8_t *const *qp, cons
     }
 }
 
+/* row group g's (of member m) first row, and each row's planes at this lane's first unit (rows past N repeat
+ * the last: loaded, never written) */
+template <enum qtype TYPE, int R>
+static __device__ __forceinline__ int lean_group_of(const gemv_mats &P, unsigned m, unsigned g, int U, int lane,
+                                                    const uint8_t **qp, const uint8_t **hp, const uint8_t **mp) {
+    constexpr int QB = gemv_qs_bytes(TYPE), HB = gemv_hi_bytes(TYPE), MB = gemv_meta_bytes(TYPE);
+    constexpr bool KQ = gemv_meta_group(TYPE) == 256;
+    const uint8_t *qs = m == 0 ? P.qs[0] : m == 1 ? P.qs[1] : P.qs[2];
+    const uint8_t *hi = m == 0 ? P.hi[0] : m == 1 ? P.hi[1] : P.hi[2];
+    const uint8_t *meta = m == 0 ? P.meta[0] : m == 1 ? P.meta[1] : P.meta[2];
+    const int N = m == 0 ? P.N[0] : m == 1 ? P.N[1] : P.N[2];
+    const int row0 = (int)(g - P.b[m]) * R;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const size_t row = (size_t)min(row0 + r, N - 1);
+        qp[r] = qs + (row * U + lane) * QB;
+        hp[r] = HB ? hi + (row * U + lane) * HB : hi;
+        mp[r] = KQ ? meta + (row * (U / 8) + (lane >> 3)) * MB : meta + (row * U + lane) * MB;
+    }
+    return row0;
+}
+
+/* a row group's end: its roles' sums over the warp, added in role order, written (and added to the residual) */
+template <int R, int NRL>
+static __device__ __forceinline__ void lean_finish(const gemv_mats &P, unsigned m, int row0, float *acc, int lane) {
+    constexpr int NV = R * NRL, LG = log2_of<NV>::v;
+    warp_sum_many<NV>(acc, lane); /* lane l now holds value l >> (5 - LG) in acc[0] */
+    float *__restrict__ y = m == 0 ? P.y[0] : m == 1 ? P.y[1] : P.y[2];
+    float *__restrict__ res = m == 0 ? P.res : NULL;
+    const int N = m == 0 ? P.N[0] : m == 1 ? P.N[1] : P.N[2];
+    /* row r's roles are values r * NRL .. + NRL - 1, held from lane (r * NRL + role) << (5 - LG): lane r adds
+     * them in role order (k_gemv_q's order of its warps' sums) */
+    float s = __shfl_sync(0xffffffffu, acc[0], ((lane % R) * NRL) << (5 - LG));
+#pragma unroll
+    for (int i = 1; i < NRL; i++) s = __fadd_rn(s, __shfl_sync(0xffffffffu, acc[0], ((lane % R) * NRL + i) << (5 - LG)));
+    if (lane < R && row0 + lane < N) {
+        y[row0 + lane] = s;
+        if (res) res[row0 + lane] = __fadd_rn(res[row0 + lane], s);
+    }
+}
+
 /* Blocks of GEMV_MAX_WARPS warps, a warp a row group of R rows (row group g = blockIdx.x * warps + warp over
  * the members' groups, gemv_mats_of with R rows a "block"); NRL roles (4 for K >= 4096, else 1); CH steps a
  * chunk (a multiple of NRL: the role of step k is then its place in the chunk). */
@@ -224,30 +270,16 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_lean(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K) {
     pdl_enter();
     static_assert(CH % NRL == 0, "a chunk holds whole rounds of the roles");
-    constexpr int NV = R * NRL, LG = log2_of<NV>::v;
+    constexpr int NV = R * NRL;
     static_assert(NV == pow2_ceil<NV>::v && NV <= 32, "R * NRL: a power of two <= 32");
-    constexpr int QB = gemv_qs_bytes(TYPE), HB = gemv_hi_bytes(TYPE), MB = gemv_meta_bytes(TYPE);
-    constexpr bool KQ = gemv_meta_group(TYPE) == 256;
     const int lane = threadIdx.x & 31;
     const unsigned g = blockIdx.x * GEMV_MAX_WARPS + (threadIdx.x >> 5);
-    const bool live = g < P.b[P.n]; /* no barrier in this kernel: a warp past the last group just leaves */
-    const unsigned m = live ? gemv_member(P, g) : 0;
-    const uint8_t *qs = m == 0 ? P.qs[0] : m == 1 ? P.qs[1] : P.qs[2];
-    const uint8_t *hi = m == 0 ? P.hi[0] : m == 1 ? P.hi[1] : P.hi[2];
-    const uint8_t *meta = m == 0 ? P.meta[0] : m == 1 ? P.meta[1] : P.meta[2];
-    const int N = m == 0 ? P.N[0] : m == 1 ? P.N[1] : P.N[2];
-    const int row0 = (int)(g - P.b[m]) * R, U = K / 32;
-    /* each row's planes at this lane's first unit (rows past N repeat the last: loaded, never written) */
+    if (g >= P.b[P.n]) return; /* no barrier in this kernel: a warp past the last group just leaves */
+    const unsigned m = gemv_member(P, g);
+    const int U = K / 32;
     const uint8_t *qp[R], *hp[R], *mp[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const size_t row = (size_t)min(row0 + r, N - 1);
-        qp[r] = qs + (row * U + lane) * QB;
-        hp[r] = HB ? hi + (row * U + lane) * HB : hi;
-        mp[r] = KQ ? meta + (row * (U / 8) + (lane >> 3)) * MB : meta + (row * U + lane) * MB;
-    }
+    const int row0 = lean_group_of<TYPE, R>(P, m, g, U, lane, qp, hp, mp);
     const int steps = (U - lane + 31) / 32; /* this lane's units: lane + 32 k < U */
-    if (!live) return;
     const lean_lane c = lean_lane_of(lane);
     xq += (size_t)lane * 32;
     ds += lane;
@@ -257,17 +289,87 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     int k0 = 0;
     for (; k0 + CH <= steps; k0 += CH) lean_chunk<TYPE, R, NRL, CH, true>(qp, hp, mp, xq, ds, c, k0, steps, acc);
     if (k0 < steps) lean_chunk<TYPE, R, NRL, CH, false>(qp, hp, mp, xq, ds, c, k0, steps, acc);
-    warp_sum_many<NV>(acc, lane); /* lane l now holds value l >> (5 - LG) in acc[0] */
-    float *__restrict__ y = m == 0 ? P.y[0] : m == 1 ? P.y[1] : P.y[2];
-    float *__restrict__ res = m == 0 ? P.res : NULL;
-    /* row r's roles are values r * NRL .. + NRL - 1, held from lane (r * NRL + role) << (5 - LG): lane r adds
-     * them in role order (k_gemv_q's order of its warps' sums) */
-    float s = __shfl_sync(0xffffffffu, acc[0], ((lane % R) * NRL) << (5 - LG));
+    lean_finish<R, NRL>(P, m, row0, acc, lane);
+}
+
+/* k_gemv_lean's work as a pipeline (the "pipe" forms): a persistent grid, each warp taking row groups g, g + W,
+ * .. (W the grid's warps) and their S = ceil(U / 32) steps as one stream of items (row group, step), with the
+ * loads of D items in flight while it computes (item j's term, then item j + D's loads into its slot): a
+ * warp's loads do not drain at each row group's end and the next group's start, as k_gemv_lean's do.
+ * ncu (H100, Q4_K K 5120 N 17408): k_gemv_lean R = 2 holds 12 warps an SM (130 registers), whose warps wait on
+ * their loads 61% of their cycles, the issue slots 27% busy, DRAM 53% of peak, and the time follows the SM
+ * clock, not the memory's. The same terms into the same accumulators in the same order as k_gemv_lean (step
+ * k of a row group to role k % NRL, a lane's steps past its units skipped), so the same bits. */
+template <enum qtype TYPE, int R, int NRL, int D>
+__global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
+    k_gemv_pipe(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K) {
+    pdl_enter();
+    constexpr int NV = R * NRL;
+    static_assert(NV == pow2_ceil<NV>::v && NV <= 32, "R * NRL: a power of two <= 32");
+    const int lane = threadIdx.x & 31;
+    const unsigned W = gridDim.x * GEMV_MAX_WARPS, G = P.b[P.n];
+    const unsigned g0 = blockIdx.x * GEMV_MAX_WARPS + (threadIdx.x >> 5);
+    if (g0 >= G) return; /* no barrier in this kernel */
+    const int U = K / 32, S = (U + 31) / 32, steps = (U - lane + 31) / 32;
+    const int total = (int)((G - 1 - g0) / W + 1) * S; /* this warp's items */
+    const lean_lane c = lean_lane_of(lane);
+    xq += (size_t)lane * 32;
+    ds += lane;
+    /* the load cursor (row group lg, step lk, its rows' planes) and the compute cursor (cg, ck) */
+    const uint8_t *qp[R], *hp[R], *mp[R];
+    unsigned lg = g0, cg = g0;
+    int lk = 0, ck = 0;
+    unsigned cm = gemv_member(P, g0);
+    int crow0 = lean_group_of<TYPE, R>(P, cm, g0, U, lane, qp, hp, mp);
+    lean_raw<TYPE> w[D][R];
 #pragma unroll
-    for (int i = 1; i < NRL; i++) s = __fadd_rn(s, __shfl_sync(0xffffffffu, acc[0], ((lane % R) * NRL + i) << (5 - LG)));
-    if (lane < R && row0 + lane < N) {
-        y[row0 + lane] = s;
-        if (res) res[row0 + lane] = __fadd_rn(res[row0 + lane], s);
+    for (int i = 0; i < D; i++) {
+        if (i >= total) break;
+        if (lk < steps)
+#pragma unroll
+            for (int r = 0; r < R; r++) lean_load<TYPE>(qp[r], hp[r], mp[r], lk * 32, c, w[i][r]);
+        if (++lk == S) {
+            lk = 0, lg += W;
+            if (lg < G) lean_group_of<TYPE, R>(P, gemv_member(P, lg), lg, U, lane, qp, hp, mp);
+        }
+    }
+    float acc[NV];
+#pragma unroll
+    for (int i = 0; i < NV; i++) acc[i] = 0.0f;
+    for (int j0 = 0; j0 < total; j0 += D) {
+#pragma unroll
+        for (int i = 0; i < D; i++) {
+            if (j0 + i >= total) break; /* uniform over the warp */
+            if (ck < steps) {
+                const lean_x x = lean_xload<TYPE>(xq, ds, ck * 32);
+                const int role = NRL == 1 ? 0 : ck & (NRL - 1);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    int lo, hs;
+                    lean_isum<TYPE>(w[i][r], x, lo, hs);
+                    const float t = lean_term<TYPE>(lo, hs, x.d, lean_scale<TYPE>(w[i][r], c));
+#pragma unroll
+                    for (int q = 0; q < NRL; q++)
+                        if (q == role) acc[r * NRL + q] = __fadd_rn(acc[r * NRL + q], t);
+                }
+            }
+            if (j0 + i + D < total) {
+                if (lk < steps)
+#pragma unroll
+                    for (int r = 0; r < R; r++) lean_load<TYPE>(qp[r], hp[r], mp[r], lk * 32, c, w[i][r]);
+                if (++lk == S) {
+                    lk = 0, lg += W;
+                    if (lg < G) lean_group_of<TYPE, R>(P, gemv_member(P, lg), lg, U, lane, qp, hp, mp);
+                }
+            }
+            if (++ck == S) {
+                lean_finish<R, NRL>(P, cm, crow0, acc, lane);
+#pragma unroll
+                for (int v = 0; v < NV; v++) acc[v] = 0.0f;
+                ck = 0, cg += W;
+                if (cg < G) cm = gemv_member(P, cg), crow0 = (int)(cg - P.b[cm]) * R;
+            }
+        }
     }
 }
 
@@ -289,19 +391,40 @@ static int launch_lean_r(const cuda_qmat *W, int nW, const int8_t *xq, const flo
     return launch_lean<TYPE, R, 1, CH>(W, nW, xq, ds, y, res, s);
 }
 
+template <enum qtype TYPE, int R, int NRL, int D>
+static int launch_pipe(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                       cudaStream_t s) {
+    const gemv_mats P = gemv_mats_of(W, nW, y, res, R);
+    const unsigned cap = gemv_capacity<k_gemv_pipe<TYPE, R, NRL, D>>();
+    if (!cap) return CUDA_KERR_LAUNCH;
+    const unsigned need = (P.b[nW] + GEMV_MAX_WARPS - 1) / GEMV_MAX_WARPS, grid = need < cap ? need : cap;
+    kl(k_gemv_pipe<TYPE, R, NRL, D>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
+    return launch_status();
+}
+
+template <enum qtype TYPE, int R, int D>
+static int launch_pipe_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
+                         cudaStream_t s) {
+    if (W->K / 32 >= 128) return launch_pipe<TYPE, R, 4, D>(W, nW, xq, ds, y, res, s);
+    return launch_pipe<TYPE, R, 1, D>(W, nW, xq, ds, y, res, s);
+}
+
 template <enum qtype TYPE>
 static int launch_lean_type(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y,
-                            float *res, int rows, cudaStream_t s) {
-    switch (rows) {
+                            float *res, int form, cudaStream_t s) {
+    switch (form) {
     case 1: return launch_lean_r<TYPE, 1>(W, nW, xq, ds, y, res, s);
     case 2: return launch_lean_r<TYPE, 2>(W, nW, xq, ds, y, res, s);
     case 4: return launch_lean_r<TYPE, 4>(W, nW, xq, ds, y, res, s);
+    case 22: return launch_pipe_r<TYPE, 2, 2>(W, nW, xq, ds, y, res, s);
+    case 42: return launch_pipe_r<TYPE, 4, 2>(W, nW, xq, ds, y, res, s);
     default: return CUDA_KERR_ARGS;
     }
 }
 
-/* Preconditions are gemv_run's (gemv.cu), which calls this only for T = 1. */
-int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int rows,
+/* Preconditions are gemv_run's (gemv.cu), which calls this only for T = 1. form: 1, 2, 4 k_gemv_lean with that
+ * many rows a warp; 10 R + D k_gemv_pipe with R rows a warp and D items in flight (22, 42) */
+int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int form,
                   cudaStream_t s) {
-    return gemv_by_type(W->type, [&](auto t) { return launch_lean_type<t.value>(W, nW, xq, ds, y, res, rows, s); });
+    return gemv_by_type(W->type, [&](auto t) { return launch_lean_type<t.value>(W, nW, xq, ds, y, res, form, s); });
 }

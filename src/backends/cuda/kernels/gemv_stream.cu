@@ -177,29 +177,12 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     }
 }
 
-/* blocks of kern that fit on the current device at once (occupancy x multiprocessors), per instantiation and
- * device; 0 on error */
-template <enum qtype TYPE, int R, int WPR> static unsigned stream_capacity(void) {
-    static unsigned cap[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-    if (!cap[dev]) {
-        int per_sm = 0, sms = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_gemv_stream<TYPE, R, WPR>, 32 * GEMV_MAX_WARPS,
-                                                          0) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || per_sm < 1)
-            return 0;
-        cap[dev] = (unsigned)(per_sm * sms);
-    }
-    return cap[dev];
-}
-
 template <enum qtype TYPE, int R, int WPR>
 static int launch_stream(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                          cudaStream_t s) {
     constexpr int rows_per_block = R * (GEMV_MAX_WARPS / WPR);
     const gemv_mats P = gemv_mats_of(W, nW, y, res, rows_per_block);
-    const unsigned cap = stream_capacity<TYPE, R, WPR>();
+    const unsigned cap = gemv_capacity<k_gemv_stream<TYPE, R, WPR>>();
     if (!cap) return CUDA_KERR_LAUNCH;
     const unsigned grid = P.b[nW] < cap ? P.b[nW] : cap;
     kl(k_gemv_stream<TYPE, R, WPR>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
