@@ -130,7 +130,7 @@ int gemv_stream_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
                     int rows, cudaStream_t s);
 
 /* The same forms through k_gemv_lean (gemv_lean.cu): form 1, 2 or 4 one warp a row group of that many rows;
- * 10 R + D (14, 18, 22, 24, 42) k_gemv_pipe, a persistent grid, R rows a warp, D steps' loads in flight. */
+ * 10 R + D (22, 42) k_gemv_pipe, a persistent grid, R rows a warp, D items' loads in flight. */
 int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int form,
                   cudaStream_t s);
 
