@@ -292,6 +292,21 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     lean_finish<R, NRL>(P, m, row0, acc, lane);
 }
 
+/* the pipe's load cursor: item (lg, lk)'s loads into slot w (a lane past its units loads nothing), then the
+ * cursor moves to the next item (the next row group's planes at its first step) */
+template <enum qtype TYPE, int R>
+static __device__ __forceinline__ void pipe_load(const gemv_mats &P, int U, int S, int steps, unsigned W, unsigned G,
+                                                 int lane, const lean_lane &c, const uint8_t **qp, const uint8_t **hp,
+                                                 const uint8_t **mp, unsigned &lg, int &lk, lean_raw<TYPE> *w) {
+    if (lk < steps)
+#pragma unroll
+        for (int r = 0; r < R; r++) lean_load<TYPE>(qp[r], hp[r], mp[r], lk * 32, c, w[r]);
+    if (++lk == S) {
+        lk = 0, lg += W;
+        if (lg < G) lean_group_of<TYPE, R>(P, gemv_member(P, lg), lg, U, lane, qp, hp, mp);
+    }
+}
+
 /* k_gemv_lean's work as a pipeline (the "pipe" forms): a persistent grid, each warp taking row groups g, g + W,
  * .. (W the grid's warps) and their S = ceil(U / 32) steps as one stream of items (row group, step), with the
  * loads of D items in flight while it computes (item j's term, then item j + D's loads into its slot): a
@@ -325,13 +340,7 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
 #pragma unroll
     for (int i = 0; i < D; i++) {
         if (i >= total) break;
-        if (lk < steps)
-#pragma unroll
-            for (int r = 0; r < R; r++) lean_load<TYPE>(qp[r], hp[r], mp[r], lk * 32, c, w[i][r]);
-        if (++lk == S) {
-            lk = 0, lg += W;
-            if (lg < G) lean_group_of<TYPE, R>(P, gemv_member(P, lg), lg, U, lane, qp, hp, mp);
-        }
+        pipe_load<TYPE, R>(P, U, S, steps, W, G, lane, c, qp, hp, mp, lg, lk, w[i]);
     }
     float acc[NV];
 #pragma unroll
@@ -353,15 +362,7 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
                         if (q == role) acc[r * NRL + q] = __fadd_rn(acc[r * NRL + q], t);
                 }
             }
-            if (j0 + i + D < total) {
-                if (lk < steps)
-#pragma unroll
-                    for (int r = 0; r < R; r++) lean_load<TYPE>(qp[r], hp[r], mp[r], lk * 32, c, w[i][r]);
-                if (++lk == S) {
-                    lk = 0, lg += W;
-                    if (lg < G) lean_group_of<TYPE, R>(P, gemv_member(P, lg), lg, U, lane, qp, hp, mp);
-                }
-            }
+            if (j0 + i + D < total) pipe_load<TYPE, R>(P, U, S, steps, W, G, lane, c, qp, hp, mp, lg, lk, w[i]);
             if (++ck == S) {
                 lean_finish<R, NRL>(P, cm, crow0, acc, lane);
 #pragma unroll
