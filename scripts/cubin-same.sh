@@ -2,7 +2,9 @@
 # Whether a change to a kernel file leaves its machine code unchanged: compiles FILE.cu from the working tree
 # and from REF (default HEAD) to cubins for sm_80 and sm_90 (nvcc -cubin, no GPU needed) and compares every
 # kernel's .text section byte for byte. A refactor of device code that passes here runs the same
-# instructions as the version a device call proved, so it needs no device call of its own.
+# instructions as the version a device call proved, so it needs no device call of its own. Only FILE is taken
+# from REF: both compile against the working tree's headers, so a change to a header needs the .cu files that
+# include it compared against a REF where the header is the same (or a device call). Host code is not compared.
 #   scripts/cubin-same.sh src/backends/cuda/kernels/gemv_lean.cu [REF]
 set -eu
 file=$1 ref=${2:-HEAD}
@@ -11,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 git show "$ref:$file" > "$tmp/ref.cu"
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 for a in 80 90; do
-  # the old file compiled in place of the new one, so that its includes resolve the same way
+  # REF's file is compiled beside FILE's folder (-I) so that its quoted includes resolve as FILE's do
   "$nvcc" -I src -I include -O3 -std=c++17 -arch=sm_$a -cubin "$file" -o "$tmp/new_$a.cubin"
   "$nvcc" -I src -I include -I "$(dirname "$file")" -O3 -std=c++17 -arch=sm_$a -cubin -x cu "$tmp/ref.cu" -o "$tmp/ref_$a.cubin"
 done

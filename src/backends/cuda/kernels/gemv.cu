@@ -511,7 +511,7 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
      * everywhere 1.03x on the 27B shape, 1.01x on the 8B, 0.99x on the 35B-A3B, whose K 4096 projections are
      * small); k_gemv_q for the routed experts (an experts form of the lean kernel took 0.87-1.13x its time there) */
     if (form < 0) form = ex ? 0 : W->K >= 4096 ? 122 : 12;
-    if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form > 100 ? form - 100 : form - 10, s);
+    if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form, s);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     const int rc = gemv_by_type(W->type, [&](auto t) {
         launch_type<t.value>(W, nW, xq, ds, y, res, T, ex, s);
@@ -537,10 +537,7 @@ extern "C" int cuda_gemv_q_group(const cuda_qmat *W, int n, const int8_t *xq, co
 
 extern "C" int cuda_gemv_q1_form(const cuda_qmat *W, int n, const int8_t *xq, const float *ds, float *const *y,
                                  float *res, int rows, cudaStream_t s) {
-    static const int forms[] = {0, 2, 4, 8, 11, 12, 14, 122, 142};
-    bool known = false;
-    for (int f : forms) known |= rows == f;
-    if (!known) return CUDA_KERR_ARGS;
+    if (rows < 0) return CUDA_KERR_ARGS; /* a form neither runner knows is CUDA_KERR_ARGS from its switch */
     return gemv_run(W, n, xq, ds, y, res, 1, NULL, s, rows);
 }
 

@@ -129,8 +129,9 @@ template <typename F> static int gemv_by_type(enum qtype t, F f) {
 int gemv_stream_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                     int rows, cudaStream_t s);
 
-/* The same forms through k_gemv_lean (gemv_lean.cu): form 1, 2 or 4 one warp a row group of that many rows;
- * 10 R + D (22, 42) k_gemv_pipe, a persistent grid, R rows a warp, D items' loads in flight. */
+/* The same forms through gemv_lean.cu, by cuda_gemv_q1_form's numbers: 11 / 12 / 14 k_gemv_lean (one warp a row
+ * group of 1 / 2 / 4 rows), 122 / 142 k_gemv_pipe (a persistent grid, 2 / 4 rows a warp, 2 items' loads in
+ * flight); others CUDA_KERR_ARGS. */
 int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int form,
                   cudaStream_t s);
 

@@ -414,17 +414,18 @@ template <enum qtype TYPE>
 static int launch_lean_type(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y,
                             float *res, int form, cudaStream_t s) {
     switch (form) {
-    case 1: return launch_lean_r<TYPE, 1>(W, nW, xq, ds, y, res, s);
-    case 2: return launch_lean_r<TYPE, 2>(W, nW, xq, ds, y, res, s);
-    case 4: return launch_lean_r<TYPE, 4>(W, nW, xq, ds, y, res, s);
-    case 22: return launch_pipe_r<TYPE, 2, 2>(W, nW, xq, ds, y, res, s);
-    case 42: return launch_pipe_r<TYPE, 4, 2>(W, nW, xq, ds, y, res, s);
+    case 11: return launch_lean_r<TYPE, 1>(W, nW, xq, ds, y, res, s);
+    case 12: return launch_lean_r<TYPE, 2>(W, nW, xq, ds, y, res, s);
+    case 14: return launch_lean_r<TYPE, 4>(W, nW, xq, ds, y, res, s);
+    case 122: return launch_pipe_r<TYPE, 2, 2>(W, nW, xq, ds, y, res, s);
+    case 142: return launch_pipe_r<TYPE, 4, 2>(W, nW, xq, ds, y, res, s);
     default: return CUDA_KERR_ARGS;
     }
 }
 
-/* Preconditions are gemv_run's (gemv.cu), which calls this only for T = 1. form: 1, 2, 4 k_gemv_lean with that
- * many rows a warp; 10 R + D k_gemv_pipe with R rows a warp and D items in flight (22, 42) */
+/* Preconditions are gemv_run's (gemv.cu), which calls this only for T = 1. form (cuda_gemv_q1_form's numbers):
+ * 11, 12, 14 k_gemv_lean with 1, 2, 4 rows a warp; 122, 142 k_gemv_pipe with 2, 4 rows a warp and 2 items in
+ * flight; others CUDA_KERR_ARGS */
 int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int form,
                   cudaStream_t s) {
     return gemv_by_type(W->type, [&](auto t) { return launch_lean_type<t.value>(W, nW, xq, ds, y, res, form, s); });
