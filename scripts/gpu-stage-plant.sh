@@ -9,7 +9,7 @@
 #                                            attn-batch-splits | gemv-mma-order | gdn-q8-record |
 #                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp |
 #                                            moe-combine-blocks | matmul-f-token | gemv-experts-row |
-#                                            gemv-lean-role | gemv-pipe-role]
+#                                            gemv-lean-role | gemv-pipe-role | matmul-f-group]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -47,6 +47,9 @@
 # order of its warps: cuda-check's forms comparison must fail on the K >= 4096 cases its filter names.
 # (It plants into lean_finish, which k_gemv_pipe shares.) gemv-pipe-role: k_gemv_pipe gives step k to role
 # 3 - k % 4, not k % 4: the same cases must fail on the forms comparison.
+# matmul-f-group: the second matrix of a grouped float matmul (an MoE's router + shared gate) computes its rows
+# from the launch's first block, so its blocks leave every row unwritten: the conformance suite's "N 37 then N 1
+# over one input" rows and the engine check's MoE models must fail.
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

@@ -118,6 +118,60 @@ static void check_matmul_alone(rng *r, enum qtype t, const char *name, int64_t K
     free(x), free(y), free(wd), free(d);
 }
 
+/* Two matrices of one type over the same input back to back (an MoE's router and its shared expert's gate,
+ * N2 = 1: the CUDA executor launches them as one), then a float matmul that reads the first one's output
+ * (it must run after them): each output within expect_matmul's bound, and each of the pair bit for bit what
+ * it gives alone. */
+static void check_matmul_pair(rng *r, enum qtype t, const char *name, int64_t K, int64_t N1, int64_t N2, int T) {
+    weight w1, w2, w3;
+    void *d1, *d2, *d3;
+    gguf_tensor g1, g2, g3;
+    const int64_t N3 = 5;
+    if (!make_weight(r, t, K, N1, 1, &w1, &d1, &g1)) return;
+    if (!make_weight(r, t, K, N2, 1, &w2, &d2, &g2)) {
+        free(d1);
+        return;
+    }
+    CHECK(make_weight(r, QT_F32, N1, N3, 1, &w3, &d3, &g3));
+    float *wd1 = malloc(sizeof(float) * (size_t)(K * N1)), *wd2 = malloc(sizeof(float) * (size_t)(K * N2));
+    float *wd3 = malloc(sizeof(float) * (size_t)(N1 * N3));
+    dequant(&w1, d1, N1, wd1), dequant(&w2, d2, N2, wd2), dequant(&w3, d3, N3, wd3);
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)T);
+    for (int i = 0; i < T; i++) idx[i] = i;
+    float *x = randn(r, T * K, 1), *dx = upf(x, T * K);
+    float *dy1 = upf(NULL, T * N1), *dy2 = upf(NULL, T * N2), *dy3 = upf(NULL, T * N3);
+    pass_span ps = {T, T};
+    X->ops->begin_pass(X, &ps, 1);
+    X->ops->matmul(X, &w1, 0, dx, dy1, T, MM_ROWS_PASS);
+    X->ops->matmul(X, &w2, 0, dx, dy2, T, MM_ROWS_PASS);
+    X->ops->matmul(X, &w3, 0, dy1, dy3, T, MM_ROWS_PASS);
+    float *y1 = down(dy1, T * N1), *y2 = down(dy2, T * N2), *y3 = down(dy3, T * N3);
+    char what[96];
+    snprintf(what, sizeof what, "%s, N %d then N %d over one input, pass of %d: the first", name, (int)N1, (int)N2, T);
+    expect_matmul("matmul", what, t, y1, wd1, x, idx, T, N1, K, NULL);
+    snprintf(what, sizeof what, "%s, N %d then N %d over one input, pass of %d: the second", name, (int)N1, (int)N2, T);
+    expect_matmul("matmul", what, t, y2, wd2, x, idx, T, N2, K, NULL);
+    snprintf(what, sizeof what, "%s, pass of %d: f32 over the first one's output, right after", name, T);
+    expect_matmul("matmul", what, QT_F32, y3, wd3, y1, idx, T, N3, N1, NULL);
+    int64_t off = 0;
+    X->ops->begin_pass(X, &ps, 1);
+    X->ops->matmul(X, &w1, 0, dx, dy1, T, MM_ROWS_PASS);
+    float *a1 = down(dy1, T * N1);
+    X->ops->begin_pass(X, &ps, 1);
+    X->ops->matmul(X, &w2, 0, dx, dy2, T, MM_ROWS_PASS);
+    float *a2 = down(dy2, T * N2);
+    for (int64_t i = 0; i < T * N1; i++) off += memcmp(&a1[i], &y1[i], 4) != 0;
+    for (int64_t i = 0; i < T * N2; i++) off += memcmp(&a2[i], &y2[i], 4) != 0;
+    tested("matmul");
+    printf("| %s | matmul | %s, N %d then N %d over one input, pass of %d: each alone = in the pair | %lld values "
+           "differ | 0 |\n",
+           device_name, name, (int)N1, (int)N2, T, (long long)off);
+    CHECKF(off == 0, "%s matmul %s: a matrix alone differs from the pair in %lld values", device_name, name,
+           (long long)off);
+    free(a1), free(a2), free(y1), free(y2), free(y3), free(x), free(idx);
+    free(wd1), free(wd2), free(wd3), free(d1), free(d2), free(d3);
+}
+
 /* The routed experts in shapes a GPU's grouped tensor-core product takes (N even, K % 64 == 0; used for the
  * slots of spans of more than 8 tokens): random experts for 40 tokens x 2, one span of 40, then spans of 19,
  * 1 and 20 (the 1-token span's slots take a GPU's GEMV), inputs per token and per slot, every output within
@@ -237,6 +291,8 @@ static void check_matmuls(rng *r) {
         if (t == QT_F32 || t == QT_F16 || t == QT_BF16) {
             check_matmul_pass(r, t, name, 90, 5, 3, 1, "K = 90, pass of 3");
             check_matmul_alone(r, t, name, 2088, 6); /* K past 1024 with a tail (a GPU's one-token loop) */
+            check_matmul_pair(r, t, name, K, 37, 1, 1); /* one token (decode) and a span of 5 */
+            check_matmul_pair(r, t, name, K, 37, 1, 5);
         }
         /* a span of 300 tokens (a GPU dequantizes the whole matrix first from 256 rows on: the same bound) */
         check_matmul_pass(r, t, name, K, 38, 300, 1, "38 rows, pass of 300");

@@ -22,7 +22,8 @@ static int64_t ple_n_heads(const hparams *hp) {
 static int64_t wide_width(const hparams *hp) {
     int64_t dc = 2LL * hp->ssm_hk * hp->ssm_dk + (int64_t)hp->ssm_hv * hp->ssm_dv;
     int64_t widths[] = {hp->n_embd * 2LL, 2LL * hp->n_head * hp->head_dim, dc, hp->n_ff, hp->n_ff_exp,
-                        hp->n_ff_shexp, hp->n_expert, (int64_t)hp->hc_count * hp->n_embd,
+                        hp->n_ff_shexp, hp->n_expert + 1LL /* router logits + the shared gate (blk_moe) */,
+                        (int64_t)hp->hc_count * hp->n_embd,
                         (int64_t)hp->idx_heads * hp->idx_dim, ple_n_heads(hp) * (int64_t)hp->ple_dim};
     int64_t w = 1;
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) w = widths[i] > w ? widths[i] : w;

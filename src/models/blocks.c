@@ -319,10 +319,14 @@ void blk_moe(model *m, fwd_ctx *c, const layer *L) {
     const exec_ops *op = x->ops;
     fwd_work *w = &c->w;
     int T = w->T, E = hp->n_expert, K = hp->n_expert_used, C = hp->n_embd;
-    /* the order lets a GPU executor fuse: every projection of h (routed and shared gate / up) right after
-     * the routing, so h is quantized once; the combine of the routed rows, the shared expert's gated add
-     * and the caller's residual add last, one after the other (the values are those of any order) */
+    /* the order lets a GPU executor fuse: the router and the shared expert's gate (both float matrices over
+     * h) one after the other; every projection of h (routed and shared gate / up) right after the routing,
+     * so h is quantized once; the combine of the routed rows, the shared expert's gated add and the caller's
+     * residual add last, one after the other (the values are those of any order). The gate's T values go
+     * after the router's T x E in w->a (wide_width leaves room). */
+    float *gsh = w->a + (int64_t)T * E;
     op->matmul(x, &L->ffn_gate_inp, 0, w->h, w->a, T, MM_ROWS_PASS);
+    op->matmul(x, &L->ffn_gate_inp_shexp, 0, w->h, gsh, T, MM_ROWS_PASS);
     op->moe_route(x, w->a, w->moe_sel, w->moe_w, T, E, K, MOE_SOFTMAX, true);
     op->matmul_experts(x, &L->ffn_gate_exps, w->moe_sel, K, w->h, false, w->moe_g, T);
     op->matmul_experts(x, &L->ffn_up_exps, w->moe_sel, K, w->h, false, w->moe_u, T);
@@ -332,9 +336,8 @@ void blk_moe(model *m, fwd_ctx *c, const layer *L) {
     op->matmul_experts(x, &L->ffn_down_exps, w->moe_sel, K, w->moe_g, true, w->moe_y, T);
     op->swiglu(x, w->b, w->c, w->b, (int64_t)T * hp->n_ff_shexp);
     op->matmul(x, &L->ffn_down_shexp, 0, w->b, w->d, T, MM_ROWS_PASS);
-    op->matmul(x, &L->ffn_gate_inp_shexp, 0, w->h, w->a, T, MM_ROWS_PASS);
     op->moe_combine(x, w->y, w->moe_y, w->moe_sel, w->moe_w, T, K, C);
-    op->add_gated_rows(x, w->y, w->d, w->a, T, C);
+    op->add_gated_rows(x, w->y, w->d, gsh, T, C);
 }
 
 

@@ -113,9 +113,25 @@ static void wrote(cuda_exec *c, const float *y, int64_t n) {
     if (c->xq_src && y < c->xq_src + (int64_t)c->xq_n * c->xq_K && c->xq_src < y + n) c->xq_src = NULL;
 }
 
+/* the deferred float matmuls: one launch */
+static void fpend_flush(exec *x) {
+    cuda_exec *c = cx_of(x);
+    const int n = c->fpend.n;
+    if (!n) return;
+    c->fpend.n = 0;
+    if (x->status) return;
+    cx_kfail(x,
+             n == 1 ? cuda_matmul_f(c->fpend.type, c->fpend.W[0], c->fpend.x, c->fpend.y[0], c->fpend.N[0], c->fpend.K,
+                                    c->fpend.T, NULL, 1, 1, c->st)
+                    : cuda_matmul_f_group(c->fpend.type, c->fpend.W, c->fpend.y, c->fpend.N, n, c->fpend.x, c->fpend.K,
+                                          c->fpend.T, c->st),
+             "matmul", c->fpend.name);
+}
+
 void cx_pend_flush(exec *x, float *res) {
     cuda_exec *c = cx_of(x);
     cx_pop_flush(x);
+    fpend_flush(x);
     const int n = c->pend.n;
     if (!n) return;
     c->pend.n = 0;
@@ -148,6 +164,19 @@ static bool pend_joins(const cuda_exec *c, const cuda_weight *cw, const float *i
     return c->pend.n && !c->pend.sel && c->pend.n < CUDA_GEMV_GROUP && cw->planes && c->pend.T == T &&
            T <= CUDA_GEMV_MAX_ROWS && xq_holds(c, in, T, cw->K) && cw->type == c->pend.q[0].type &&
            cw->K == c->pend.q[0].K && !overlaps_pend(c, y, (int64_t)T * cw->N, T);
+}
+
+/* Whether a float matmul of W over in[T] into y may join the pending ones: the same input, type, K and
+ * rows, room in the group, and y apart from the input and from every pending output. */
+static bool fpend_joins(const cuda_exec *c, const cuda_weight *cw, const float *in, const float *y, int T) {
+    if (!c->fpend.n || c->fpend.n >= CUDA_MATMUL_F_GROUP || c->fpend.x != in || c->fpend.T != T ||
+        c->fpend.type != (int)cw->type || c->fpend.K != cw->K)
+        return false;
+    const int64_t ny = (int64_t)T * cw->N;
+    if (y < in + (int64_t)T * cw->K && in < y + ny) return false;
+    for (int i = 0; i < c->fpend.n; i++)
+        if (y < c->fpend.y[i] + (int64_t)T * c->fpend.N[i] && c->fpend.y[i] < y + ny) return false;
+    return true;
 }
 
 /* rows [r0, r0 + n) of x through the GEMV (up to 8: deferred, cx_pend_flush; more: one batched launch) */
@@ -219,7 +248,8 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
     x->stats.n_ops++;
     if (x->status || T <= 0) return;
     const cuda_weight *cw = w->data;
-    if (!pend_joins(c, cw, in, y, T)) cx_pend_flush(x, NULL);
+    const bool fjoins = is_float_type(cw->type) && fpend_joins(c, cw, in, y, T);
+    if (!fjoins && !pend_joins(c, cw, in, y, T)) cx_pend_flush(x, NULL);
     cx_graph_tick(x);
     const uint8_t *fam; /* per row: 1 GEMM, 0 GEMV; NULL: all GEMV */
     if (!pass_rows_family(x, &c->pr, w->name, T, rows, &fam)) return;
@@ -232,11 +262,14 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
         exec_fail(x, ERR_ARG, "matmul '%s': expert %d of %lld", w->name, expert, (long long)cw->E);
         return;
     }
-    if (is_float_type(cw->type)) { /* one kernel for every row: no family to choose */
+    if (is_float_type(cw->type)) { /* one kernel for every row: no family to choose; deferred, as a GEMV */
         cx_prof_mark(x, "matmul_f", w->name);
         const char *raw = (const char *)cw->raw + (size_t)expert * (size_t)cw->N * qtype_row_bytes(cw->type, cw->K);
-        cx_kfail(x, cuda_matmul_f((int)cw->type, raw, in, y, (int)cw->N, (int)cw->K, T, NULL, 1, 1, c->st), "matmul",
-                 w->name);
+        if (!fjoins) /* nothing is pending: cx_pend_flush above */
+            c->fpend.x = in, c->fpend.type = (int)cw->type, c->fpend.K = (int)cw->K, c->fpend.T = T,
+            c->fpend.name = w->name;
+        c->fpend.W[c->fpend.n] = raw, c->fpend.y[c->fpend.n] = y, c->fpend.N[c->fpend.n] = (int)cw->N;
+        c->fpend.n++;
         wrote(c, y, (int64_t)T * cw->N);
         return;
     }

@@ -64,6 +64,17 @@ typedef struct cuda_exec {
         const int32_t *sel; /* routed experts (cx_matmul_experts): the slots' expert ids; NULL: plain GEMVs */
         int E, slots, xdiv; /* experts a matrix holds, routed slots, slots per q8_1 row (as cuda_gemv_q_experts) */
     } pend;
+    struct {              /* float-weight matmuls not launched yet (cx_pend_flush): the next one of the same
+                           * type and K over the same input joins them (one launch; the MoE router and the
+                           * shared expert's gate). Never pending together with pend (each flushes the other) */
+        int n;            /* 0: none pending */
+        const void *W[CUDA_MATMUL_F_GROUP];
+        float *y[CUDA_MATMUL_F_GROUP];
+        int N[CUDA_MATMUL_F_GROUP];
+        const float *x;
+        int type, K, T;
+        const char *name; /* the first weight's, for a failure */
+    } fpend;
     struct {              /* a rope, store_rows or l2_norm of a small pass not launched yet: the same op on a
                            * second buffer right after it joins it (q and k; the K and V stores; cx_pop_flush);
                            * an add_gated_rows: the add of its output into the residual right after it joins it;
@@ -127,7 +138,7 @@ const float *cx_f32(exec *x, const weight *w, const char *op);
 enum { CX_POP_NONE, CX_POP_ROPE, CX_POP_STORE, CX_POP_L2, CX_POP_GATED, CX_POP_COMBINE, CX_POP_COMBINE_GATED };
 /* launches the deferred small op, if any (cuda_exec.c) */
 void cx_pop_flush(exec *x);
-/* Launches the deferred small op and then the deferred GEMV, if any, adding its output into res[T][N] in the same launch when res is not
+/* Launches the deferred small op, the deferred float matmuls and then the deferred GEMV, if any, adding its output into res[T][N] in the same launch when res is not
  * NULL (an add fused into it). Every op, upload and download calls it first (cuda_backend.c). */
 void cx_pend_flush(exec *x, float *res);
 /* cuda_backend.c: the matmul ops, the pass, the executor's destructor */

@@ -85,6 +85,11 @@ int cuda_gemv_q_experts_group(const cuda_qmat *W, int n, int E, const int32_t *s
  * cuda_gemv_q_experts. --- */
 int cuda_matmul_f(int type, const void *W, const float *x, float *y, int N, int K, int T, const int32_t *sel, int E,
                   int xdiv, cudaStream_t s);
+#define CUDA_MATMUL_F_GROUP 2 /* float matrices one cuda_matmul_f_group launch covers at most */
+/* n (1..CUDA_MATMUL_F_GROUP) float matrices of one type and K over the same x[T][K] in one launch: y[i][T][N[i]]
+ * as cuda_matmul_f over W[i] alone, bit for bit */
+int cuda_matmul_f_group(int type, const void *const *W, float *const *y, const int *N, int n, const float *x, int K,
+                        int T, cudaStream_t s);
 
 /* --- the executor's other ops (kernels/ops_misc.cu), each as its CPU reference (backends/backend.h) --- */
 int cuda_copy_cols(float *dst, const float *src, int64_t rows, int64_t src_stride, int64_t off, int64_t n,

@@ -463,8 +463,12 @@ static void launch_t(const cuda_qmat *W, int nW, const int8_t *xq, const float *
         /* K < 4096 (one warp a row group by the K rule): 2 rows a warp, each lane loading 2 units before
          * computing. Same bits as the old 4-row (K <= 2048) and 1-row shapes (a lane's units are summed in
          * the same order). On the H200 (2026-12-02, one call): qwen35 0.8B tg128 581.5 against 519.3 t/s;
-         * the 35B-A3B's K 2048 rows 2.3-4.3 us against 3.1-5.9 (N <= 4096), 7.3 against 6.9 at N 8192. */
-        launch_r<TYPE, 1, 2, 2>(W, nW, xq, ds, y, res, ex, s);
+         * the 35B-A3B's K 2048 rows 2.3-4.3 us against 3.1-5.9 (N <= 4096), 7.3 against 6.9 at N 8192.
+         * The routed experts (their other T = 1 rows take k_gemv_lean / k_gemv_pipe, gemv_run) 8 rows a warp,
+         * one unit a lane, the same bits: the 35B-A3B's expert GEMVs alone 0.75-0.91x the time (gate + up K
+         * 2048 N 512, down K 512), its tg128 1.026x (H100, 2026-12-06 evening, docs/benchmarks.md). */
+        if (ex) launch_r<TYPE, 1, 8, 1>(W, nW, xq, ds, y, res, ex, s);
+        else launch_r<TYPE, 1, 2, 2>(W, nW, xq, ds, y, res, ex, s);
         return;
     }
     if (W->K <= 2048 && gemv_rows<T>::R < 4) launch_r<TYPE, T, 4>(W, nW, xq, ds, y, res, ex, s);
@@ -507,10 +511,13 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
             return CUDA_KERR_ARGS;
     }
     /* the default at T = 1 without experts: k_gemv_pipe with 2 rows a warp and 2 items in flight where K >= 4096
-     * (4 roles), k_gemv_lean with 2 rows a warp below (docs/cuda.md "The pipelined T = 1 GEMV": tg128 against lean
-     * everywhere 1.03x on the 27B shape, 1.01x on the 8B, 0.99x on the 35B-A3B, whose K 4096 projections are
-     * small); k_gemv_q for the routed experts (an experts form of the lean kernel took 0.87-1.13x its time there) */
-    if (form < 0) form = ex ? 0 : W->K >= 4096 ? 122 : 12;
+     * (4 roles) and the launch's matrices hold >= 24 Mi weights (member 0's N x K x members), k_gemv_lean with 2
+     * rows a warp else (docs/cuda.md "The pipelined T = 1 GEMV": the pipe everywhere K >= 4096 gave tg128 1.03x
+     * lean's on the 27B shape and 1.01x on the 8B but 0.99x on the 35B-A3B, whose K 4096 x N 2048 projections
+     * run faster on the lean kernel alone, 3.65 against 4.19 us; with the size rule the 35B-A3B ties and the
+     * others gain 1.007-1.015x more); k_gemv_q for the routed experts (an experts form of the lean kernel took
+     * 0.87-1.13x its time there) */
+    if (form < 0) form = ex ? 0 : W->K >= 4096 && W->N * W->K * nW >= (int64_t)24 << 20 ? 122 : 12;
     if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form, s);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     const int rc = gemv_by_type(W->type, [&](auto t) {

@@ -5,7 +5,11 @@
  *
  * Grid: blockIdx.x covers 4 output rows n (one warp each, lanes split K); blockIdx.y is a group of 8 token
  * rows (plain form) or one routed slot (expert form: expert sel[slot], activation row slot / xdiv, output
- * row slot). A warp reads its weight row once per 8 tokens.
+ * row slot). A warp reads its weight row once per 8 tokens. The plain form also takes up to
+ * CUDA_MATMUL_F_GROUP matrices of one type and K over the same x in one launch (an MoE's router and its
+ * shared expert's gate: two launches of a few us each became one), member i's blocks after member i - 1's;
+ * a row's operations do not depend on its member or the others, so each member's y is bit for bit its own
+ * launch's.
  * Where K % 4 == 0 and the rows are aligned (every real shape), the V4 form: a lane loads 4 values at once
  * (one 16-byte load of F32, 8 bytes of F16 / BF16) and 4 such loads are in flight: a lane's loads are then
  * not a chain of K / 32 dependent round trips (the MoE router, N = 256 and K = 2048 at T = 1, took 22 us
@@ -52,12 +56,28 @@ static __device__ __forceinline__ float fma4(const float *w, float4 x, float acc
 
 /* V4: 4 values a load (K % 4 == 0, rows aligned): lane l takes values [4 l, 4 l + 4) + 128 i; else one
  * value a load, lane l taking values l + 32 i */
+/* the matrices of one launch: member i has N[i] rows, its blocks start at b[i] (b[0] = 0, b[n] = the grid's x) */
+struct mf_mats {
+    const void *W[CUDA_MATMUL_F_GROUP];
+    float *y[CUDA_MATMUL_F_GROUP];
+    int N[CUDA_MATMUL_F_GROUP];
+    unsigned b[CUDA_MATMUL_F_GROUP + 1];
+};
+
 template <int WT, bool V4, int MAXT>
 __global__ void __launch_bounds__(128)
-    k_matmul_f(const void *__restrict__ W, const float *__restrict__ x, float *__restrict__ y, int N, int K, int T,
-               const int32_t *__restrict__ sel, int E, int xdiv, int slot0) {
+    k_matmul_f(const mf_mats P, const float *__restrict__ x, int K, int T, const int32_t *__restrict__ sel, int E,
+               int xdiv, int slot0) {
     pdl_enter();
-    const int lane = threadIdx.x & 31, n = blockIdx.x * 4 + (threadIdx.x >> 5);
+    /* this block's member (selects, not an index into the parameters, which would copy them to local memory) */
+    const void *__restrict__ W = P.W[0];
+    float *__restrict__ y = P.y[0];
+    int N = P.N[0];
+    unsigned b0 = 0;
+#pragma unroll
+    for (int i = 1; i < CUDA_MATMUL_F_GROUP; i++)
+        if (blockIdx.x >= P.b[i]) W = P.W[i], y = P.y[i], N = P.N[i], b0 = P.b[i];
+    const int lane = threadIdx.x & 31, n = (int)(blockIdx.x - b0) * 4 + (threadIdx.x >> 5);
     if (n >= N) return;
     int64_t wrow = n, xr0, yr0;
     int nt;
@@ -120,23 +140,52 @@ __global__ void __launch_bounds__(128)
     }
 }
 
+/* n members (1 with sel: the expert form), all of K columns */
 template <int WT>
-static void launch_f(const void *W, const float *x, float *y, int N, int K, int T, const int32_t *sel, int E, int xdiv,
-                     cudaStream_t s) {
-    const unsigned gx = (unsigned)((N + 3) / 4);
+static void launch_f(const void *const *W, float *const *y, const int *N, int n, const float *x, int K, int T,
+                     const int32_t *sel, int E, int xdiv, cudaStream_t s) {
+    mf_mats P = {};
+    bool wal = true; /* every member's rows on the load's boundary */
+    for (int i = 0; i < n; i++) {
+        P.W[i] = W[i], P.y[i] = y[i], P.N[i] = N[i];
+        P.b[i + 1] = P.b[i] + (unsigned)((N[i] + 3) / 4);
+        wal = wal && (uintptr_t)W[i] % (WT == QT_F32 ? 16 : 8) == 0;
+    }
+    for (int i = n + 1; i <= CUDA_MATMUL_F_GROUP; i++) P.b[i] = P.b[n]; /* no block reaches a missing member */
+    const unsigned gx = P.b[n];
     /* 4 values a load: K % 4 == 0 keeps every row start aligned if W and x are (16 bytes for the f32 loads,
      * 8 for the f16 / bf16 weight loads) */
-    const bool v4 = K % 4 == 0 && (uintptr_t)W % (WT == QT_F32 ? 16 : 8) == 0 && (uintptr_t)x % 16 == 0;
+    const bool v4 = K % 4 == 0 && wal && (uintptr_t)x % 16 == 0;
     /* one token a block (T = 1, or the expert form): the unrolled one-token kernel */
     auto kern = v4 ? (T == 1 || sel ? k_matmul_f<WT, true, 1> : k_matmul_f<WT, true, 8>) : k_matmul_f<WT, false, 8>;
     if (!sel) {
-        kl(kern, dim3(gx, (unsigned)((T + 7) / 8)), 128, 0, s, W, x, y, N, K, T, nullptr, E, 1, 0);
+        kl(kern, dim3(gx, (unsigned)((T + 7) / 8)), 128, 0, s, P, x, K, T, nullptr, E, 1, 0);
         return;
     }
     for (int s0 = 0; s0 < T; s0 += 65535) { /* T routed slots, at most 65535 per launch (grid y) */
-        const int n = T - s0 < 65535 ? T - s0 : 65535;
-        kl(kern, dim3(gx, (unsigned)n), 128, 0, s, W, x, y, N, K, T, sel, E, xdiv, s0);
+        const int m = T - s0 < 65535 ? T - s0 : 65535;
+        kl(kern, dim3(gx, (unsigned)m), 128, 0, s, P, x, K, T, sel, E, xdiv, s0);
     }
+}
+
+static int run_f(int type, const void *const *W, float *const *y, const int *N, int n, const float *x, int K, int T,
+                 const int32_t *sel, int E, int xdiv, cudaStream_t s) {
+    int64_t blocks = 0;
+    for (int i = 0; i < n; i++) {
+        if (!W[i] || !y[i] || N[i] < 1) return CUDA_KERR_ARGS;
+        blocks += (N[i] + 3) / 4;
+    }
+    if (!x || K < 1 || T < 0 || (sel && (E < 1 || xdiv < 1 || n != 1)) || (!sel && (T + 7) / 8 > 65535) ||
+        blocks > 0x7fffffff)
+        return CUDA_KERR_ARGS;
+    if (!T) return CUDA_KERR_OK;
+    switch (type) {
+    case QT_F32: launch_f<QT_F32>(W, y, N, n, x, K, T, sel, E, xdiv, s); break;
+    case QT_F16: launch_f<QT_F16>(W, y, N, n, x, K, T, sel, E, xdiv, s); break;
+    case QT_BF16: launch_f<QT_BF16>(W, y, N, n, x, K, T, sel, E, xdiv, s); break;
+    default: return CUDA_KERR_UNSUPPORTED;
+    }
+    return launch_status();
 }
 
 /* plain: y[T][N] = x[T][K] . W[N][K]^T. Experts (sel != NULL): W is [E][N][K], T is the number of routed
@@ -144,15 +193,13 @@ static void launch_f(const void *W, const float *x, float *y, int N, int K, int 
  * untouched). */
 extern "C" int cuda_matmul_f(int type, const void *W, const float *x, float *y, int N, int K, int T,
                              const int32_t *sel, int E, int xdiv, cudaStream_t s) {
-    if (!W || !x || !y || N < 1 || K < 1 || T < 0 || (sel && (E < 1 || xdiv < 1)) || (!sel && (T + 7) / 8 > 65535) ||
-        (N + 3) / 4 > 0x7fffffff)
-        return CUDA_KERR_ARGS;
-    if (!T) return CUDA_KERR_OK;
-    switch (type) {
-    case QT_F32: launch_f<QT_F32>(W, x, y, N, K, T, sel, E, xdiv, s); break;
-    case QT_F16: launch_f<QT_F16>(W, x, y, N, K, T, sel, E, xdiv, s); break;
-    case QT_BF16: launch_f<QT_BF16>(W, x, y, N, K, T, sel, E, xdiv, s); break;
-    default: return CUDA_KERR_UNSUPPORTED;
-    }
-    return launch_status();
+    return run_f(type, &W, &y, &N, 1, x, K, T, sel, E, xdiv, s);
+}
+
+/* n (1..CUDA_MATMUL_F_GROUP) matrices of one type and K over the same x[T][K]: y[i][T][N[i]] as cuda_matmul_f over
+ * W[i] alone, bit for bit, in one launch */
+extern "C" int cuda_matmul_f_group(int type, const void *const *W, float *const *y, const int *N, int n,
+                                   const float *x, int K, int T, cudaStream_t s) {
+    if (n < 1 || n > CUDA_MATMUL_F_GROUP || !W || !y || !N) return CUDA_KERR_ARGS;
+    return run_f(type, W, y, N, n, x, K, T, NULL, 1, 1, s);
 }
