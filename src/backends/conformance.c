@@ -229,6 +229,38 @@ static void check_elementwise(rng *r) {
     ref_add_bias(ref, dn, T, C);
     expect("add_bias", "91 x 7", y, ref, n, 0);
     free(y);
+    {   /* add_bias on three buffers one after the other in a small pass (a qwen2 layer's q, k and v biases: a GPU
+         * may add them in one launch), then twice more on the third (a group is full at three; the same buffer
+         * twice in a row must not share a launch) */
+        weight wh2;
+        void *dh2;
+        gguf_tensor gh2;
+        CHECK(make_weight(r, QT_F32, D, 1, 1, &wh2, &dh2, &gh2));
+        pass_span ps = {T, 1};
+        X->ops->begin_pass(X, &ps, 1);
+        const int64_t nd = (int64_t)T * D;
+        float *d2 = upf(b, nd), *d3 = upf(a + 5, nd);
+        X->ops->copy(X, dy, da, n);
+        X->ops->add_bias(X, dy, &wn, T, C);
+        X->ops->add_bias(X, d2, &wh, T, D);
+        X->ops->add_bias(X, d3, &wh2, T, D);
+        X->ops->add_bias(X, d3, &wh2, T, D);
+        X->ops->add_bias(X, d3, &wh, T, D);
+        float *y1 = down(dy, n), *y2 = down(d2, nd), *y3 = down(d3, nd);
+        float *r2 = malloc(sizeof(float) * (size_t)nd), *r3 = malloc(sizeof(float) * (size_t)nd);
+        memcpy(ref, a, sizeof(float) * (size_t)n);
+        ref_add_bias(ref, dn, T, C);
+        memcpy(r2, b, sizeof(float) * (size_t)nd);
+        ref_add_bias(r2, dh, T, D);
+        memcpy(r3, a + 5, sizeof(float) * (size_t)nd);
+        ref_add_bias(r3, dh2, T, D);
+        ref_add_bias(r3, dh2, T, D);
+        ref_add_bias(r3, dh, T, D);
+        expect("add_bias", "91 x 7, 30 x 7, another 30 x 7 in a row: the first", y1, ref, n, 0);
+        expect("add_bias", "91 x 7, 30 x 7, another 30 x 7 in a row: the second", y2, r2, nd, 0);
+        expect("add_bias", "91 x 7, 30 x 7, another 30 x 7 in a row, then twice more: the third", y3, r3, nd, 0);
+        free(y1), free(y2), free(y3), free(r2), free(r3), free(dh2);
+    }
     /* copy_cols / set_cols / gather_rows */
     X->ops->copy_cols(X, dy, da, T, C, 13, 40);
     y = down(dy, (int64_t)T * 40);

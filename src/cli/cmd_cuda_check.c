@@ -71,7 +71,7 @@ static void run_table(const cuda_check_case *cases, int n, const char *filter, u
  * small passes as CUDA graphs) also bit for bit against cuda:dev:nograph (every op its own launch), and at
  * least one graph must have run */
 static int run_engine(int dev, const char *dir, const char **models, int n_models, int n_threads) {
-    static const char *presets[] = {"tiny-llama", "tiny-qwen35", "tiny-qwen35moe"};
+    static const char *presets[] = {"tiny-llama", "tiny-qwen2", "tiny-qwen35", "tiny-qwen35moe"};
     static const char *mixes[] = {"q4_k_m", "q8_0", "f16"};
     char ddut[32], dsame[40], path[1024], label[128];
     snprintf(ddut, sizeof ddut, "cuda:%d", dev);

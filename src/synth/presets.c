@@ -69,6 +69,12 @@ static const synth_preset presets[] = {
      .tied = true, .tok_special_base = 151936 - 256,
      .source = "Qwen/Qwen2.5-0.5B config.json shapes (hidden 896, 24 layers, 14/2 heads, ff 4864, vocab 151936, "
                "tied) in the llama arch: no q/k/v biases (speed runs only)"},
+    {.name = "qwen25-0.5b", .model_name = "Qwen2.5-0.5B", .arch = SYNTH_ARCH_QWEN2, .tok = SYNTH_TOK_LLAMA3,
+     .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2, .head_dim = 64, .n_ff = 4864, .n_vocab = 151936,
+     .n_ctx = 32768, .rope_dim = 64, .rope_theta = 1000000.0f, .rms_eps = 1e-6f, .tied = true,
+     .tok_special_base = 151936 - 256,
+     .source = "Qwen/Qwen2.5-0.5B config.json (public): hidden 896, 24 layers, 14/2 heads, ff 4864, vocab 151936, "
+               "tied, q/k/v biases (494,032,768 parameters)"},
     {.name = "qwen4exp-flash-next", .model_name = "Qwen3.8-Flash-Next", .arch = SYNTH_ARCH_QWEN4EXP,
      .tok = SYNTH_TOK_QWEN35, .n_embd = 2560, .n_layer = 48, .n_head = 24, .n_head_kv = 2, .head_dim = 256,
      .n_vocab = 248320, .n_ctx = 262144, .rope_dim = 64, .rope_theta = 1e7f, .rms_eps = 1e-6f, .ssm_conv = 4,
@@ -109,6 +115,10 @@ static const synth_preset presets[] = {
      .n_vocab = 2048, .n_ctx = 4096, .rope_dim = 64, .rope_theta = 500000.0f, .rms_eps = 1e-5f,
      .rope_scale_factor = 8.0f, .rope_low_freq = 1.0f, .rope_high_freq = 4.0f, .rope_orig_ctx = 8192,
      .tok_special_base = 2048 - 256, .source = "made up: llama 3 shapes scaled down, llama3 rope scaling"},
+    {.name = "tiny-qwen2", .model_name = "tiny-qwen2", .arch = SYNTH_ARCH_QWEN2, .tok = SYNTH_TOK_LLAMA3,
+     .n_embd = 256, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_ff = 512, .n_vocab = 2048,
+     .n_ctx = 4096, .rope_dim = 64, .rope_theta = 1000000.0f, .rms_eps = 1e-6f, .tied = true,
+     .tok_special_base = 2048 - 256, .source = "made up: Qwen2.5 shapes scaled down (q / k / v biases, tied)"},
 };
 
 size_t synth_preset_count(void) { return sizeof presets / sizeof presets[0]; }
@@ -127,6 +137,7 @@ const char *synth_arch_name(enum synth_arch a) {
     case SYNTH_ARCH_QWEN35: return "qwen35";
     case SYNTH_ARCH_QWEN35MOE: return "qwen35moe";
     case SYNTH_ARCH_QWEN4EXP: return "qwen4exp";
+    case SYNTH_ARCH_QWEN2: return "qwen2";
     }
     return "?";
 }

@@ -133,10 +133,16 @@ static void assign_types(planner *pl) {
 
 static void plan_attention(planner *pl, int l) {
     const synth_preset *p = pl->p;
-    const bool gated = p->arch != SYNTH_ARCH_LLAMA; /* qwen35*: attn_q holds [q | gate] per head */
+    const bool plain = p->arch == SYNTH_ARCH_LLAMA || p->arch == SYNTH_ARCH_QWEN2;
+    const bool gated = !plain; /* qwen35*: attn_q holds [q | gate] per head */
     WEIGHT(pl, l, "attn_q.weight", p->n_embd, p->n_head * p->head_dim * (gated ? 2 : 1), 0);
     WEIGHT(pl, l, "attn_k.weight", p->n_embd, p->n_head_kv * p->head_dim, 0);
     WEIGHT(pl, l, "attn_v.weight", p->n_embd, p->n_head_kv * p->head_dim, 0);
+    if (p->arch == SYNTH_ARCH_QWEN2) { /* F32 like every 1-D tensor (synth_tensor_type) */
+        add(pl, l, "attn_q.bias", SYNTH_INIT_UNIFORM, -0.5f, 0.5f, p->n_head * p->head_dim, 0, 0);
+        add(pl, l, "attn_k.bias", SYNTH_INIT_UNIFORM, -0.5f, 0.5f, p->n_head_kv * p->head_dim, 0, 0);
+        add(pl, l, "attn_v.bias", SYNTH_INIT_UNIFORM, -0.5f, 0.5f, p->n_head_kv * p->head_dim, 0, 0);
+    }
     WEIGHT(pl, l, "attn_output.weight", p->n_head * p->head_dim, p->n_embd, 0);
     if (gated) {
         NORM(pl, l, "attn_q_norm.weight", p->head_dim);
@@ -251,7 +257,7 @@ int synth_plan_make_with(const synth_preset *p, const synth_quant *q, synth_plan
     for (int l = 0; p->arch != SYNTH_ARCH_QWEN4EXP && l < (int)pl.n_layer_all; l++) {
         const bool mtp = l >= p->n_layer;
         NORM(&pl, l, "attn_norm.weight", p->n_embd);
-        if (p->arch == SYNTH_ARCH_LLAMA) {
+        if (p->arch == SYNTH_ARCH_LLAMA || p->arch == SYNTH_ARCH_QWEN2) {
             plan_attention(&pl, l);
             NORM(&pl, l, "ffn_norm.weight", p->n_embd);
             plan_ffn(&pl, l);
@@ -480,8 +486,8 @@ static int set_arch_keys(gguf_writer *w, const synth_preset *p) {
     F32("attention.layer_norm_rms_epsilon", p->rms_eps);
     F32("rope.freq_base", p->rope_theta);
     U32("rope.dimension_count", p->rope_dim);
-    if (p->arch == SYNTH_ARCH_LLAMA) {
-        U32("vocab_size", p->n_vocab);
+    if (p->arch == SYNTH_ARCH_LLAMA || p->arch == SYNTH_ARCH_QWEN2) {
+        if (p->arch == SYNTH_ARCH_LLAMA) U32("vocab_size", p->n_vocab);
     } else {
         snprintf(k, sizeof k, "%s.rope.dimension_sections", a);
         rc |= gguf_writer_set_arr(w, k, GGUF_INT32, p->rope_sections, 4);

@@ -23,7 +23,8 @@
 #include "base/err.h"
 #include "quant/qtype.h"
 
-enum synth_arch { SYNTH_ARCH_LLAMA, SYNTH_ARCH_QWEN35, SYNTH_ARCH_QWEN35MOE, SYNTH_ARCH_QWEN4EXP };
+/* QWEN2: the llama block with q / k / v biases and NEOX rope (the engine's qwen2 arch) */
+enum synth_arch { SYNTH_ARCH_LLAMA, SYNTH_ARCH_QWEN35, SYNTH_ARCH_QWEN35MOE, SYNTH_ARCH_QWEN4EXP, SYNTH_ARCH_QWEN2 };
 
 /* Which tokenizer layout the preset imitates (ids of special tokens, pre-tokenizer name, template). */
 enum synth_tok { SYNTH_TOK_QWEN35, SYNTH_TOK_LLAMA3 };

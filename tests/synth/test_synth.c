@@ -296,6 +296,7 @@ static void check_param_counts(void) {
     static const struct { const char *name; double params; } want[] = {
         {"qwen35-27b", 26.90e9}, {"qwen35-9b", 8.95e9}, {"qwen35-0.8b", 0.75e9},
         {"qwen35moe-35b-a3b", 34.66e9}, {"llama-8b", 8.03e9},
+        {"qwen25-0.5b", 0.494032768e9}, /* Qwen2.5-0.5B's published count, q / k / v biases included */
         {"qwen4exp-flash-next", 176.94e9}, /* specs/qwen4exp.md 1.3: body 125.74B + n-gram table 51.20B */
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
