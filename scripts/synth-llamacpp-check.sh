@@ -24,7 +24,7 @@ GEN_BIG=${GEN_BIG:-1}
 TYPE=${TYPE:-q4_k_m}
 MTP_MAX_GB=${MTP_MAX_GB:-2}
 PRESETS=("$@")
-[ ${#PRESETS[@]} -gt 0 ] || PRESETS=(tiny-llama tiny-qwen35 tiny-qwen35moe tiny-qwen4exp qwen35-0.8b qwen4exp-small llama-8b qwen35-9b qwen35-27b qwen35moe-35b-a3b qwen4exp-flash-next)
+[ ${#PRESETS[@]} -gt 0 ] || PRESETS=(tiny-llama tiny-qwen2 tiny-qwen35 tiny-qwen35moe tiny-qwen4exp qwen25-0.5b qwen35-0.8b qwen4exp-small llama-8b qwen35-9b qwen35-27b qwen35moe-35b-a3b qwen4exp-flash-next)
 
 [ -x "$LLM170" ] || { echo "no llm170 binary at $LLM170 (set LLM170=...)" >&2; exit 1; }
 [ -x "$LLAMA_BIN/llama-bench" ] || { echo "no llama-bench in $LLAMA_BIN (scripts/llamacpp-build.sh builds it)" >&2; exit 1; }
