@@ -245,7 +245,7 @@ static void check_elementwise(rng *r) {
         X->ops->add_bias(X, d2, &wh, T, D);
         X->ops->add_bias(X, d3, &wh2, T, D);
         X->ops->add_bias(X, d3, &wh2, T, D);
-        X->ops->add_bias(X, d3, &wh, T, D);
+        X->ops->add_bias(X, d3, &wh2, T, D); /* all wh2: a bias taken from a neighbour does not cancel out */
         float *y1 = down(dy, n), *y2 = down(d2, nd), *y3 = down(d3, nd);
         float *r2 = malloc(sizeof(float) * (size_t)nd), *r3 = malloc(sizeof(float) * (size_t)nd);
         memcpy(ref, a, sizeof(float) * (size_t)n);
@@ -255,7 +255,7 @@ static void check_elementwise(rng *r) {
         memcpy(r3, a + 5, sizeof(float) * (size_t)nd);
         ref_add_bias(r3, dh2, T, D);
         ref_add_bias(r3, dh2, T, D);
-        ref_add_bias(r3, dh, T, D);
+        ref_add_bias(r3, dh2, T, D);
         expect("add_bias", "91 x 7, 30 x 7, another 30 x 7 in a row: the first", y1, ref, n, 0);
         expect("add_bias", "91 x 7, 30 x 7, another 30 x 7 in a row: the second", y2, r2, nd, 0);
         expect("add_bias", "91 x 7, 30 x 7, another 30 x 7 in a row, then twice more: the third", y3, r3, nd, 0);

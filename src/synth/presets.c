@@ -43,6 +43,12 @@
     .idx_ratio = 4, .ple_layer = 1, .ple_ngram = 3, .ple_heads_per = 8, .ple_dim = 64, .ple_conv = 4,        \
     .ple_vocab_base = 20000, .tok_special_base = 32768 - 32
 
+/* Qwen2.5-0.5B's shape, in its own arch (qwen2, with q / k / v biases) and in the llama arch (without) */
+#define QWEN25_05B_SHAPE                                                                                        \
+    .tok = SYNTH_TOK_LLAMA3, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2, .head_dim = 64,        \
+    .n_ff = 4864, .n_vocab = 151936, .n_ctx = 32768, .rope_dim = 64, .rope_theta = 1000000.0f, .rms_eps = 1e-6f, \
+    .tied = true, .tok_special_base = 151936 - 256
+
 static const synth_preset presets[] = {
     {.name = "qwen35-27b", .model_name = "Qwen3.5-27B", .arch = SYNTH_ARCH_QWEN35, QWEN35_COMMON,
      .n_embd = 5120, .n_layer = 64, .n_head = 24, .n_head_kv = 4, .ssm_heads = 48, .n_ff = 17408,
@@ -64,15 +70,10 @@ static const synth_preset presets[] = {
      .rope_orig_ctx = 8192, .tok_special_base = 128000,
      .source = "meta-llama/Llama-3.1-8B config.json (public): rope_scaling llama3 8/1/4/8192"},
     {.name = "llama-qwen25-0.5b", .model_name = "Qwen2.5-0.5B shape (llama arch)", .arch = SYNTH_ARCH_LLAMA,
-     .tok = SYNTH_TOK_LLAMA3, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2, .head_dim = 64,
-     .n_ff = 4864, .n_vocab = 151936, .n_ctx = 32768, .rope_dim = 64, .rope_theta = 1000000.0f, .rms_eps = 1e-6f,
-     .tied = true, .tok_special_base = 151936 - 256,
+     QWEN25_05B_SHAPE,
      .source = "Qwen/Qwen2.5-0.5B config.json shapes (hidden 896, 24 layers, 14/2 heads, ff 4864, vocab 151936, "
                "tied) in the llama arch: no q/k/v biases (speed runs only)"},
-    {.name = "qwen25-0.5b", .model_name = "Qwen2.5-0.5B", .arch = SYNTH_ARCH_QWEN2, .tok = SYNTH_TOK_LLAMA3,
-     .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2, .head_dim = 64, .n_ff = 4864, .n_vocab = 151936,
-     .n_ctx = 32768, .rope_dim = 64, .rope_theta = 1000000.0f, .rms_eps = 1e-6f, .tied = true,
-     .tok_special_base = 151936 - 256,
+    {.name = "qwen25-0.5b", .model_name = "Qwen2.5-0.5B", .arch = SYNTH_ARCH_QWEN2, QWEN25_05B_SHAPE,
      .source = "Qwen/Qwen2.5-0.5B config.json (public): hidden 896, 24 layers, 14/2 heads, ff 4864, vocab 151936, "
                "tied, q/k/v biases (494,032,768 parameters)"},
     {.name = "qwen4exp-flash-next", .model_name = "Qwen3.8-Flash-Next", .arch = SYNTH_ARCH_QWEN4EXP,

@@ -131,10 +131,12 @@ static void assign_types(planner *pl) {
 #define WEIGHT(pl, l, s, d0, d1, d2) add(pl, l, s, SYNTH_INIT_WEIGHT, W, 0, d0, d1, d2)
 #define NORM(pl, l, s, d0) add(pl, l, s, SYNTH_INIT_UNIFORM, 0.9f, 1.1f, d0, 0, 0)
 
+/* the llama block (attention, then the FFN; no GDN, no gate in attn_q): llama and qwen2 */
+static bool llama_block(const synth_preset *p) { return p->arch == SYNTH_ARCH_LLAMA || p->arch == SYNTH_ARCH_QWEN2; }
+
 static void plan_attention(planner *pl, int l) {
     const synth_preset *p = pl->p;
-    const bool plain = p->arch == SYNTH_ARCH_LLAMA || p->arch == SYNTH_ARCH_QWEN2;
-    const bool gated = !plain; /* qwen35*: attn_q holds [q | gate] per head */
+    const bool gated = !llama_block(p); /* qwen35*: attn_q holds [q | gate] per head */
     WEIGHT(pl, l, "attn_q.weight", p->n_embd, p->n_head * p->head_dim * (gated ? 2 : 1), 0);
     WEIGHT(pl, l, "attn_k.weight", p->n_embd, p->n_head_kv * p->head_dim, 0);
     WEIGHT(pl, l, "attn_v.weight", p->n_embd, p->n_head_kv * p->head_dim, 0);
@@ -257,7 +259,7 @@ int synth_plan_make_with(const synth_preset *p, const synth_quant *q, synth_plan
     for (int l = 0; p->arch != SYNTH_ARCH_QWEN4EXP && l < (int)pl.n_layer_all; l++) {
         const bool mtp = l >= p->n_layer;
         NORM(&pl, l, "attn_norm.weight", p->n_embd);
-        if (p->arch == SYNTH_ARCH_LLAMA || p->arch == SYNTH_ARCH_QWEN2) {
+        if (llama_block(p)) {
             plan_attention(&pl, l);
             NORM(&pl, l, "ffn_norm.weight", p->n_embd);
             plan_ffn(&pl, l);
@@ -486,9 +488,9 @@ static int set_arch_keys(gguf_writer *w, const synth_preset *p) {
     F32("attention.layer_norm_rms_epsilon", p->rms_eps);
     F32("rope.freq_base", p->rope_theta);
     U32("rope.dimension_count", p->rope_dim);
-    if (p->arch == SYNTH_ARCH_LLAMA || p->arch == SYNTH_ARCH_QWEN2) {
-        if (p->arch == SYNTH_ARCH_LLAMA) U32("vocab_size", p->n_vocab);
-    } else {
+    if (p->arch == SYNTH_ARCH_LLAMA) {
+        U32("vocab_size", p->n_vocab);
+    } else if (!llama_block(p)) {
         snprintf(k, sizeof k, "%s.rope.dimension_sections", a);
         rc |= gguf_writer_set_arr(w, k, GGUF_INT32, p->rope_sections, 4);
         U32("ssm.conv_kernel", p->ssm_conv);

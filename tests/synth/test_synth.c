@@ -321,6 +321,8 @@ static void check_param_counts(void) {
                    "flash-next n-gram table %s [%lld, %lld]", t->name, (long long)t->ne[0], (long long)t->ne[1]);
             CHECKF(fabs((n - (double)t->ne[0] * (double)t->ne[1]) / 125.74e9 - 1) < 0.01, "flash-next body %.4g", n);
         }
+        if (!strcmp(p->name, "qwen25-0.5b")) /* exact: 1% would not see a missing bias (3,072 parameters a kind) */
+            CHECKF(n == 494032768.0, "qwen25-0.5b: %.0f parameters, Qwen2.5-0.5B has 494,032,768", n);
         if (!strcmp(p->name, "llama-8b")) /* published Llama-3.1-8B-Instruct Q4_K_M files: 4.92 GB */
             CHECKF(fabs((double)plan.n_bytes / 4.92e9 - 1) < 0.01, "8b q4_k_m: %.3f GB", 1e-9 * (double)plan.n_bytes);
         synth_plan_free(&plan);

@@ -121,10 +121,8 @@ static void fpend_flush(exec *x) {
     c->fpend.n = 0;
     if (x->status) return;
     cx_kfail(x,
-             n == 1 ? cuda_matmul_f(c->fpend.type, c->fpend.W[0], c->fpend.x, c->fpend.y[0], c->fpend.N[0], c->fpend.K,
-                                    c->fpend.T, NULL, 1, 1, c->st)
-                    : cuda_matmul_f_group(c->fpend.type, c->fpend.W, c->fpend.y, c->fpend.N, n, c->fpend.x, c->fpend.K,
-                                          c->fpend.T, c->st),
+             cuda_matmul_f_group(c->fpend.type, c->fpend.W, c->fpend.y, c->fpend.N, n, c->fpend.x, c->fpend.K,
+                                 c->fpend.T, c->st),
              "matmul", c->fpend.name);
 }
 
