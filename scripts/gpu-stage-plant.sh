@@ -9,7 +9,8 @@
 #                                            attn-batch-splits | gemv-mma-order | gdn-q8-record |
 #                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp |
 #                                            moe-combine-blocks | matmul-f-token | gemv-experts-row |
-#                                            gemv-lean-role | gemv-pipe-role | matmul-f-group]
+#                                            gemv-lean-role | gemv-pipe-role | matmul-f-group |
+#                                            gemv-bias-member]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -50,6 +51,8 @@
 # matmul-f-group: the second matrix of a grouped float matmul (an MoE's router + shared gate) computes its rows
 # from the launch's first block, so its blocks leave every row unwritten: the conformance suite's "N 37 then N 1
 # over one input" rows and the engine check's MoE models must fail.
+# gemv-bias-member: every member of a grouped GEMV adds member 0's output bias (cuda_qmat.bias): cuda-check's gemv
+# cases (their "bias" comparisons, members 1 and 2) and the conformance suite's add_bias-after-matmuls rows must fail.
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

@@ -236,10 +236,11 @@ static void check_elementwise(rng *r) {
         void *dh2;
         gguf_tensor gh2;
         CHECK(make_weight(r, QT_F32, D, 1, 1, &wh2, &dh2, &gh2));
+        const int64_t nd = (int64_t)T * D;
+        float *d2 = upf(b, nd), *d3 = upf(a + 5, nd); /* before the pass: a GPU may capture a small pass into a
+                                                       * graph, where allocating is not allowed */
         pass_span ps = {T, 1};
         X->ops->begin_pass(X, &ps, 1);
-        const int64_t nd = (int64_t)T * D;
-        float *d2 = upf(b, nd), *d3 = upf(a + 5, nd);
         X->ops->copy(X, dy, da, n);
         X->ops->add_bias(X, dy, &wn, T, C);
         X->ops->add_bias(X, d2, &wh, T, D);

@@ -172,6 +172,67 @@ static void check_matmul_pair(rng *r, enum qtype t, const char *name, int64_t K,
     free(wd1), free(wd2), free(wd3), free(d1), free(d2), free(d3);
 }
 
+/* Three matmuls over one input, then a bias on each output (a qwen2 layer's q, k and v; a GPU adds each
+ * in its GEMV's epilogue), the third's twice (the second must come after the first), then a matmul, its bias
+ * and an add of its output into a residual (o with a bias): each output bit for bit the matrix alone plus
+ * its biases rounded once in order, the residual plus that. */
+static void check_matmul_bias(rng *r, enum qtype t, const char *name, int64_t K, int T) {
+    enum { NM = 3 };
+    const int64_t Nm[NM] = {37, 29, 29};
+    weight w[NM], wb[NM];
+    void *d[NM], *db[NM];
+    gguf_tensor g[NM], gb[NM];
+    int made = 0, madeb = 0;
+    for (; made < NM && make_weight(r, t, K, Nm[made], 1, &w[made], &d[made], &g[made]); made++) {}
+    for (; madeb < NM && made == NM && make_weight(r, QT_F32, Nm[madeb], 1, 1, &wb[madeb], &db[madeb], &gb[madeb]); madeb++) {}
+    if (made < NM || madeb < NM) {
+        for (int i = 0; i < made; i++) free(d[i]);
+        for (int i = 0; i < madeb; i++) free(db[i]);
+        return;
+    }
+    float *x = randn(r, T * K, 1), *dx = upf(x, T * K), *dy[NM], *a[NM], *y[NM];
+    for (int i = 0; i < NM; i++) dy[i] = upf(NULL, T * Nm[i]);
+    pass_span ps = {T, T};
+    for (int i = 0; i < NM; i++) { /* each matrix alone, no bias */
+        X->ops->begin_pass(X, &ps, 1);
+        X->ops->matmul(X, &w[i], 0, dx, dy[i], T, MM_ROWS_PASS);
+        a[i] = down(dy[i], T * Nm[i]);
+    }
+    float *res = randn(r, T * Nm[0], 1), *dres = upf(res, T * Nm[0]);
+    X->ops->begin_pass(X, &ps, 1);
+    for (int i = 0; i < NM; i++) X->ops->matmul(X, &w[i], 0, dx, dy[i], T, MM_ROWS_PASS);
+    X->ops->add_bias(X, dy[0], &wb[0], T, (int)Nm[0]);
+    X->ops->add_bias(X, dy[2], &wb[2], T, (int)Nm[2]);
+    X->ops->add_bias(X, dy[1], &wb[1], T, (int)Nm[1]);
+    X->ops->add_bias(X, dy[2], &wb[1], T, (int)Nm[2]); /* a second bias on the third: after its first */
+    for (int i = 0; i < NM; i++) y[i] = down(dy[i], T * Nm[i]);
+    X->ops->begin_pass(X, &ps, 1);
+    X->ops->matmul(X, &w[0], 0, dx, dy[0], T, MM_ROWS_PASS);
+    X->ops->add_bias(X, dy[0], &wb[0], T, (int)Nm[0]);
+    X->ops->add(X, dres, dy[0], T * Nm[0]);
+    float *y0 = down(dy[0], T * Nm[0]), *r1 = down(dres, T * Nm[0]);
+    int64_t off = 0;
+    for (int i = 0; i < NM; i++)
+        for (int64_t j = 0; j < T * Nm[i]; j++) {
+            const int64_t c = j % Nm[i];
+            float want = a[i][j] + ((const float *)db[i])[c];
+            if (i == 2) want = want + ((const float *)db[1])[c]; /* its second bias, after the first */
+            off += memcmp(&y[i][j], &want, 4) != 0;
+        }
+    for (int64_t j = 0; j < T * Nm[0]; j++) {
+        const float v = a[0][j] + ((const float *)db[0])[j % Nm[0]], want = res[j] + v;
+        off += memcmp(&y0[j], &v, 4) != 0 || memcmp(&r1[j], &want, 4) != 0;
+    }
+    tested("add_bias");
+    printf("| %s | add_bias | %s, N 37 / 29 / 29 over one input, a bias on each (the third twice), then N 37, its bias "
+           "and a residual add, pass of %d: = each alone + its biases | %lld values differ | 0 |\n",
+           device_name, name, T, (long long)off);
+    CHECKF(off == 0, "%s add_bias %s after matmuls: %lld values differ from the matrix alone + its biases", device_name,
+           name, (long long)off);
+    for (int i = 0; i < NM; i++) free(a[i]), free(y[i]), free(d[i]), free(db[i]);
+    free(x), free(res), free(y0), free(r1);
+}
+
 /* The routed experts in shapes a GPU's grouped tensor-core product takes (N even, K % 64 == 0; used for the
  * slots of spans of more than 8 tokens): random experts for 40 tokens x 2, one span of 40, then spans of 19,
  * 1 and 20 (the 1-token span's slots take a GPU's GEMV), inputs per token and per slot, every output within
@@ -286,6 +347,8 @@ static void check_matmuls(rng *r) {
          * the same: bf16 activations and weights round by at most 2^-8 relative, under half a q8 step of
          * the block's amax for all but the largest values) */
         check_matmul_pass(r, t, name, K, 38, 19, 19, "38 rows, pass of 19");
+        check_matmul_bias(r, t, name, K, 1); /* one token (decode) and a span of 5 */
+        check_matmul_bias(r, t, name, K, 5);
         /* float weights with K % 4 != 0, 3 rows (a GPU's 4-values-a-load kernel needs K % 4 == 0: its other
          * kernel) */
         if (t == QT_F32 || t == QT_F16 || t == QT_BF16) {

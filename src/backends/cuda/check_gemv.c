@@ -176,6 +176,33 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
                 for (int64_t i = 0; i < gw[m].N; i++)
                     res_bad += memcmp(&y2[(size_t)t * gw[m].N + i], &y[(size_t)t * N + i], 4) != 0;
         }
+        /* output biases (cuda_qmat.bias, the executor's q / k / v biases): the group with members 0 and 2
+         * biased and member 1 not, then member 0 alone with its bias and a residual: each output bit for bit
+         * the plain launch's value + its bias rounded once (cuda_add_bias after it), res + that */
+        float *hb = hmalloc(sizeof(float) * 2 * (size_t)N, e);
+        float *db = hb ? (fill_normal(&r, hb, 2 * N, 1.0f), dpool_up(&dp, hb, sizeof(float) * 2 * (size_t)N, e)) : NULL;
+        cuda_qmat bw[3] = {gw[0], gw[1], gw[2]};
+        bw[0].bias = db, bw[2].bias = db ? db + N : NULL;
+        if (!hb || !db || (rc = kcheck(cuda_gemv_q_group(bw, 3, dxq, dds, gy, Tg, 0), e, "cuda_gemv_q_group (biases)"))) {
+            free(r0), free(r1), free(y2), free(hb);
+            rc = rc ? rc : ERR_NOMEM;
+            goto done;
+        }
+        for (int m = 0; m < 3 && !rc; m++) {
+            if ((rc = cu_download(y2, gy[m], sizeof(float) * (size_t)Tg * gw[m].N, e))) break;
+            for (int t = 0; t < Tg; t++)
+                for (int64_t i = 0; i < gw[m].N; i++) {
+                    const float p = y[(size_t)t * N + i], want = m == 0 ? p + hb[i] : m == 2 ? p + hb[N + i] : p;
+                    res_bad += memcmp(&y2[(size_t)t * gw[m].N + i], &want, 4) != 0;
+                }
+        }
+        if (!rc && !((rc = cu_check(cudaMemcpy(dr, r0, sizeof(float) * ny, cudaMemcpyHostToDevice), e, "cudaMemcpy")) ||
+                     (rc = kcheck(cuda_gemv_q_res(&bw[0], dxq, dds, dy2, dr, Tg, 0), e, "cuda_gemv_q_res (bias)")) ||
+                     (rc = cu_download(r1, dr, sizeof(float) * ny, e)) || (rc = cu_download(y2, dy2, sizeof(float) * ny, e))))
+            for (size_t i = 0; i < (size_t)Tg * N; i++) {
+                const float v = y[i] + hb[i % N], want = r0[i] + v;
+                res_bad += memcmp(&y2[i], &v, 4) != 0 || memcmp(&r1[i], &want, 4) != 0;
+            }
         /* the batch invariant: row t of the T-row launch is bit for bit the one-row launch over row t's
          * activations alone (kernels/gemv.cu: which lane sums which units depends on K only) */
         for (int t = 0; t < T && T > 1 && !rc; t++) {
@@ -206,8 +233,24 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
                 if ((rc = cu_download(y2, gy[m], sizeof(float) * (size_t)gw[m].N, e))) break;
                 for (int64_t i = 0; i < gw[m].N; i++) res_bad += memcmp(&y2[i], &y[i], 4) != 0;
             }
+            /* the same with members 0 and 2 biased: y + bias in their outputs, res + (y + bias) */
+            if (rc || (rc = cu_check(cudaMemcpy(dr, r0, sizeof(float) * (size_t)N, cudaMemcpyHostToDevice), e, "cudaMemcpy")) ||
+                (rc = kcheck(cuda_gemv_q1_form(bw, 3, dxq, dds, gy, dr, gemv_forms[f], 0), e, "cuda_gemv_q1_form (biases)")) ||
+                (rc = cu_download(r1, dr, sizeof(float) * (size_t)N, e)))
+                break;
+            for (int64_t i = 0; i < N; i++) {
+                const float v = y[i] + hb[i], want = r0[i] + v;
+                res_bad += memcmp(&r1[i], &want, 4) != 0;
+            }
+            for (int m = 0; m < 3 && !rc; m++) {
+                if ((rc = cu_download(y2, gy[m], sizeof(float) * (size_t)gw[m].N, e))) break;
+                for (int64_t i = 0; i < gw[m].N; i++) {
+                    const float want = m == 0 ? y[i] + hb[i] : m == 2 ? y[i] + hb[N + i] : y[i];
+                    res_bad += memcmp(&y2[i], &want, 4) != 0;
+                }
+            }
         }
-        free(r0), free(r1), free(y2);
+        free(r0), free(r1), free(y2), free(hb);
         if (rc) goto done;
     }
     /* the CPU's activations in its own vec_dot type, and their dequantized values */
@@ -267,7 +310,7 @@ int check_gemv(enum qtype type, int N, int K, int T, uint64_t seed, bool bench, 
     /* the quantizer's rounding reaches its half-step bound by design (ratio ~1.00): it passes or fails the
      * case but is shown in the detail only, so the column shows the GEMV's own margin */
     res->max_err = fmax(fmax(t1.worst, t2.worst), fmax(t3.worst, qworst > 1 || res_bad ? INFINITY : 0));
-    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f; res+group+1-row+forms %lld off%s",
+    snprintf(res->detail, sizeof res->detail, "/bound: exact-int %.2g, f32 %.2g, cpu-%s %.2g; xhat %.2f; res+group+bias+1-row+forms %lld off%s",
              t1.worst, t2.worst, ati->name, t3.worst, qworst, (long long)res_bad,
              t1.worst > 1 ? " (exact-int worst at t*N+n shown first)" : "");
     if (t1.worst > 1)

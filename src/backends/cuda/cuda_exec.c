@@ -248,7 +248,21 @@ static void cx_rope(exec *x, float *io, const int32_t *pos, int T, int H, int D,
     RUN(x, "rope", cuda_rope(io, pos, T, H, D, rp, f, ST(x)));
 }
 
+/* A bias on the output of a GEMV still pending (a qwen2 layer's q, k and v biases right after their
+ * projections) is added by the GEMV as it writes (cuda_qmat.bias: the same rounding as cuda_add_bias after
+ * it), no launch of its own; a second bias on the same output launches on its own, after the GEMV. */
 static void cx_add_bias(exec *x, float *y, const weight *bias, int T, int N) {
+    cuda_exec *c = cx_of(x);
+    if (c->pend.n && !c->pend.sel && c->pend.T == T && !x->status)
+        for (int i = 0; i < c->pend.n; i++)
+            if (c->pend.y[i] == y && c->pend.q[i].N == N && !c->pend.q[i].bias) {
+                const float *b = cx_f32(x, bias, "add_bias");
+                if (!b) return;
+                x->stats.n_ops++;
+                c->xq_src = NULL;
+                c->pend.q[i].bias = b;
+                return;
+            }
     OP(x, "add_bias");
     const float *b = cx_f32(x, bias, "add_bias");
     if (b) RUN(x, "add_bias", cuda_add_bias(y, b, T, N, ST(x)));

@@ -45,6 +45,8 @@ typedef struct cuda_qmat {
     enum qtype type;
     int64_t N, K;
     const void *qs, *hi, *meta;
+    const float *bias; /* NULL, or N floats added to each output row: y = x . W^T + bias, rounded as cuda_add_bias
+                        * after the product (the GEMV forms of up to 8 rows without experts; others refuse it) */
 } cuda_qmat;
 /* y[T][N] = x[T][K] . W^T for 1 <= T <= CUDA_GEMV_BATCH_MAX activation rows given as q8_1 (xq, ds); above
  * 8 rows (batched decode) the integer products come from tensor cores (k_gemv_mma; LLM170_CUDA_GEMV_BATCH=chunks:

@@ -69,6 +69,7 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     const uint8_t *__restrict__ meta = m == 0 ? P.meta[0] : m == 1 ? P.meta[1] : P.meta[2];
     float *__restrict__ y = m == 0 ? P.y[0] : m == 1 ? P.y[1] : P.y[2];
     float *__restrict__ res = m == 0 ? P.res : NULL;
+    const float *__restrict__ bias = gemv_bias_of(P, m);
     const int N = m == 0 ? P.N[0] : m == 1 ? P.N[1] : P.N[2];
     constexpr int G = gemv_meta_group(TYPE) / 32, MB = gemv_meta_bytes(TYPE);
     constexpr int NV = pow2_ceil<R * T>::v;
@@ -139,6 +140,7 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
                 int r = i / T, t = i % T;
                 if (row0 + r < N && t < tn) {
                     const size_t o = (size_t)(t0 + t) * N + row0 + r;
+                    s = gemv_biased(bias, row0 + r, s);
                     y[o] = s;
                     if (res) res[o] = __fadd_rn(res[o], s);
                 }
@@ -150,8 +152,9 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
         int r = idx / T, t = idx % T;
         if (row0 + r < N && t < tn) {
             const size_t o = (size_t)(t0 + t) * N + row0 + r;
-            y[o] = acc[0];
-            if (res) res[o] = __fadd_rn(res[o], acc[0]);
+            const float v = gemv_biased(bias, row0 + r, acc[0]);
+            y[o] = v;
+            if (res) res[o] = __fadd_rn(res[o], v);
         }
     }
     }
@@ -505,6 +508,7 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
         return CUDA_KERR_ARGS;
     for (int i = 0; i < nW; i++) {
         const cuda_qmat *w = &W[i];
+        if (w->bias && (ex || T > 8)) return CUDA_KERR_ARGS; /* a bias only on the decode forms (up to 8 rows) */
         if (!w->qs || !w->meta || !y[i] || w->type != W->type || w->K != W->K || w->N < 1 || w->K < 32 ||
             w->K % gemv_meta_group(w->type) || w->K > (int64_t)1 << 30 || w->N > (int64_t)1 << 30 ||
             ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))

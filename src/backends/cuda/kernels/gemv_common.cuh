@@ -46,10 +46,12 @@ template <int X> struct pow2_ceil { static constexpr int v = X <= 1 ? 1 : X <= 2
 template <int X> struct log2_of { static constexpr int v = X <= 1 ? 0 : X <= 2 ? 1 : X <= 4 ? 2 : X <= 8 ? 3 : X <= 16 ? 4 : 5; };
 
 /* up to GEMV_GROUP matrices of one type and width K over the same activations, one launch: member m owns
- * blocks [b[m], b[m + 1]) of the grid's x; res (member 0 only) gets y added */
+ * blocks [b[m], b[m + 1]) of the grid's x; bias[m] (NULL: none) is added to each of its outputs before they are
+ * written; res (member 0 only) gets y added */
 struct gemv_mats {
     const uint8_t *qs[GEMV_GROUP], *hi[GEMV_GROUP], *meta[GEMV_GROUP];
     float *y[GEMV_GROUP];
+    const float *bias[GEMV_GROUP];
     float *res;
     int N[GEMV_GROUP];
     unsigned b[GEMV_GROUP + 1];
@@ -62,10 +64,20 @@ static inline gemv_mats gemv_mats_of(const cuda_qmat *W, int nW, float *const *y
     P.n = nW, P.res = res;
     for (int i = 0; i < nW; i++) {
         P.qs[i] = (const uint8_t *)W[i].qs, P.hi[i] = (const uint8_t *)W[i].hi, P.meta[i] = (const uint8_t *)W[i].meta;
-        P.y[i] = y[i], P.N[i] = (int)W[i].N;
+        P.y[i] = y[i], P.N[i] = (int)W[i].N, P.bias[i] = W[i].bias;
         P.b[i + 1] = P.b[i] + (unsigned)((W[i].N + rows_per_block - 1) / rows_per_block);
     }
     return P;
+}
+
+/* member m's output bias (NULL: none) */
+static __device__ __forceinline__ const float *gemv_bias_of(const gemv_mats &P, unsigned m) {
+    return m == 0 ? P.bias[0] : m == 1 ? P.bias[1] : P.bias[2];
+}
+
+/* output row r's value: s + b[r] rounded once (cuda_add_bias's operation after the product), or s */
+static __device__ __forceinline__ float gemv_biased(const float *__restrict__ b, int r, float s) {
+    return b ? __fadd_rn(s, b[r]) : s;
 }
 
 /* the member of the launch that virtual block vb (a block's index in the grid of k_gemv_q) belongs to */

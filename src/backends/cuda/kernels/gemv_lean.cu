@@ -257,6 +257,7 @@ static __device__ __forceinline__ void lean_finish(const gemv_mats &P, unsigned 
 #pragma unroll
     for (int i = 1; i < NRL; i++) s = __fadd_rn(s, __shfl_sync(0xffffffffu, acc[0], ((lane % R) * NRL + i) << (5 - LG)));
     if (lane < R && row0 + lane < N) {
+        s = gemv_biased(gemv_bias_of(P, m), row0 + lane, s);
         y[row0 + lane] = s;
         if (res) res[row0 + lane] = __fadd_rn(res[row0 + lane], s);
     }

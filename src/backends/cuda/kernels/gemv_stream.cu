@@ -166,13 +166,15 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
                     float s = part[par][warp][i];
                     for (int w = 1; w < WPR; w++) s = __fadd_rn(s, part[par][warp + w][i]);
                     if (row0 + i < N) {
+                        s = gemv_biased(gemv_bias_of(P, m), row0 + i, s);
                         y[row0 + i] = s;
                         if (res) res[row0 + i] = __fadd_rn(res[row0 + i], s);
                     }
                 }
         } else if (reporter && row0 + idx < N) {
-            y[row0 + idx] = acc[0];
-            if (res) res[row0 + idx] = __fadd_rn(res[row0 + idx], acc[0]);
+            const float v = gemv_biased(gemv_bias_of(P, m), row0 + idx, acc[0]);
+            y[row0 + idx] = v;
+            if (res) res[row0 + idx] = __fadd_rn(res[row0 + idx], v);
         }
     }
 }
