@@ -229,9 +229,8 @@ static void check_elementwise(rng *r) {
     ref_add_bias(ref, dn, T, C);
     expect("add_bias", "91 x 7", y, ref, n, 0);
     free(y);
-    {   /* add_bias on three buffers one after the other in a small pass (a qwen2 layer's q, k and v biases: a GPU
-         * may add them in one launch), then twice more on the third (a group is full at three; the same buffer
-         * twice in a row must not share a launch) */
+    {   /* add_bias on three buffers one after the other in a small pass, then twice more on the third: each
+         * in order, whatever an executor defers or joins (the biases after matmuls: check_matmul_bias) */
         weight wh2;
         void *dh2;
         gguf_tensor gh2;
