@@ -472,6 +472,85 @@ static void check_sequence_ops(rng *r) {
         }
         free(q3), free(k3), free(v3), free(old), free(sc3), free(kd3), free(vd3), free(ref3), free(alone), free(kst), free(vst);
     }
+    /* a decode step's attention: the rope pair of q and k right before attend_decode over every row of the
+     * pass, then a matmul of its output (a GPU folds the ropes, the stores, the split pass, the merge and
+     * the matmul's quantize into one launch), against the same ops with a scale of k by 1 between the two
+     * ropes (nothing folds there): the outputs the same bits; the output within 1e-5 of the host's rope and
+     * ref_attention over the rows as stored, the stored keys within F16 rounding of the host-roped ones */
+    {
+        enum { NS = 3, HQ = 6, HKV = 2, DD = 64, SC = 64, NO = 16 };
+        const int32_t pos[NS] = {5, 33, 63};
+        const int64_t kw6 = HKV * DD, qw = HQ * DD;
+        const rope_params rp = {ROPE_NEOX, DD, 10000.0f, 1.0f};
+        weight w;
+        void *wd;
+        gguf_tensor gt;
+        CHECK(make_weight(r, QT_Q8_0, qw, NO, 1, &w, &wd, &gt));
+        int32_t kp[SC];
+        for (int i = 0; i < SC; i++) kp[i] = i;
+        float *q6 = randn(r, NS * qw, 1), *k6 = randn(r, NS * kw6, 1), *v6 = randn(r, NS * kw6, 1);
+        float *old = randn(r, SC * kw6, 1);
+        int32_t *dkp6 = up(kp, sizeof kp), *dpos = up(pos, sizeof pos);
+        float *dold = upf(old, SC * kw6), *dv6 = upf(v6, NS * kw6), *got[2][2] = {{0}}, *kst = NULL;
+        const size_t rb = qtype_row_bytes(QT_F16, kw6);
+        const quant_ops *qo = quant_ops_get(QT_F16, QUANT_ISA_SCALAR);
+        float *kd6 = calloc((size_t)(NS * SC * kw6), sizeof(float));
+        float *vd6 = calloc((size_t)(NS * SC * kw6), sizeof(float));
+        char *hb = malloc(rb * SC);
+        for (int fold = 1; fold >= 0; fold--) {
+            float *dq6 = upf(q6, NS * qw), *dk6 = upf(k6, NS * kw6), *dout6 = upf(NULL, NS * qw);
+            float *dy = upf(NULL, NS * NO);
+            attn_seq sq[NS];
+            for (int i = 0; i < NS; i++) { /* allocated before the pass (a GPU may capture it into a graph) */
+                sq[i] = (attn_seq){up(NULL, rb * SC), up(NULL, rb * SC), dpos + i, pos[i], i};
+                X->ops->store_rows(X, sq[i].k, QT_F16, dold, SC, kw6);
+                X->ops->store_rows(X, sq[i].v, QT_F16, dold, SC, kw6);
+            }
+            pass_span ps[NS] = {{1, 1}, {1, 1}, {1, 1}};
+            X->ops->begin_pass(X, ps, NS);
+            X->ops->rope(X, dq6, dpos, NS, HQ, DD, &rp, NULL);
+            if (!fold) X->ops->scale(X, dk6, 1.0f, NS * kw6);
+            X->ops->rope(X, dk6, dpos, NS, HKV, DD, &rp, NULL);
+            X->ops->attend_decode(X, sq, NS, dq6, dk6, dv6, dout6, QT_F16, QT_F16, dkp6, HQ, HKV, DD, 0.125f,
+                                  ATTN_NO_WINDOW);
+            X->ops->matmul(X, &w, 0, dout6, dy, NS, MM_ROWS_PASS);
+            got[fold][0] = down(dout6, NS * qw), got[fold][1] = down(dy, NS * NO);
+            if (fold) { /* the caches as stored, for the reference */
+                kst = malloc(sizeof(float) * (size_t)(NS * kw6));
+                for (int i = 0; i < NS; i++)
+                    for (int c = 0; c < 2; c++) {
+                        X->ops->download(X, hb, c ? sq[i].v : sq[i].k, rb * SC);
+                        float *dst = (c ? vd6 : kd6) + (size_t)i * SC * kw6;
+                        for (int j = 0; j < SC; j++) qo->to_float(hb + (size_t)j * rb, dst + j * kw6, kw6);
+                        if (!c) memcpy(kst + i * kw6, dst + pos[i] * kw6, sizeof(float) * (size_t)kw6);
+                    }
+            }
+        }
+        float *qr = malloc(sizeof(float) * (size_t)(NS * qw)), *kr = malloc(sizeof(float) * (size_t)(NS * kw6));
+        float *ref6 = malloc(sizeof(float) * (size_t)(NS * qw)), *sc6 = malloc(sizeof(float) * SC);
+        memcpy(qr, q6, sizeof(float) * (size_t)(NS * qw)), memcpy(kr, k6, sizeof(float) * (size_t)(NS * kw6));
+        ref_rope(qr, pos, NS, HQ, DD, &rp, NULL);
+        ref_rope(kr, pos, NS, HKV, DD, &rp, NULL);
+        for (int i = 0; i < NS; i++)
+            ref_attention(qr + i * qw, kd6 + (size_t)i * SC * kw6, vd6 + (size_t)i * SC * kw6, ref6 + i * qw, &pos[i],
+                          kp, 1, pos[i] + 1, HQ, HKV, DD, 0.125f, ATTN_NO_WINDOW, sc6);
+        expect("attend_decode", "rope pair then 3 seqs then a matmul: the stored keys", kst, kr, NS * kw6, 0x1p-11);
+        expect("attend_decode", "rope pair then 3 seqs at 5, 33, 63, D 64, GQA 6/2", got[1][0], ref6, NS * qw, 1e-5);
+        expect("attend_decode", "rope pair then 3 seqs: = the ropes apart, bit for bit", got[1][0], got[0][0], NS * qw,
+               0);
+        expect("matmul", "of attend_decode's output after a rope pair: = the ropes apart", got[1][1], got[0][1],
+               NS * NO, 0);
+        float *wf = malloc(sizeof(float) * (size_t)(qw * NO));
+        const int32_t idx[NS] = {0, 1, 2};
+        dequant(&w, wd, NO, wf);
+        expect_matmul("matmul", "q8_0, of attend_decode's output after a rope pair", QT_Q8_0, got[1][1], wf, got[1][0],
+                      idx, NS, NO, qw, NULL);
+        free(wf);
+        free(wd), free(q6), free(k6), free(v6), free(old), free(kd6), free(vd6), free(hb), free(kst), free(qr),
+            free(kr);
+        free(ref6), free(sc6);
+        for (int f = 0; f < 2; f++) free(got[f][0]), free(got[f][1]);
+    }
     /* conv1d_silu: 6, 50 (a GPU's chunks of 16 tokens) and 2 tokens (fewer than the state's 3 rows: the new
      * state keeps old rows), 37 channels, kernel 4, with a state */
     for (int ci = 0; ci < 3; ci++) {

@@ -172,10 +172,11 @@ static void check_matmul_pair(rng *r, enum qtype t, const char *name, int64_t K,
     free(wd1), free(wd2), free(wd3), free(d1), free(d2), free(d3);
 }
 
-/* Three matmuls over one input, then a bias on each output (a qwen2 layer's q, k and v; a GPU adds each
- * in its GEMV's epilogue), the third's twice (the second must come after the first), then a matmul, its bias
- * and an add of its output into a residual (o with a bias): each output bit for bit the matrix alone plus
- * its biases rounded once in order, the residual plus that. */
+/* Three matmuls over one input, then a bias on each output (a GPU adds each in its GEMV's epilogue), the
+ * third's twice (the second must come after the first), then a matmul, its bias and an add of its output
+ * into a residual (o with a bias), then the three again with each bias right after its matmul (a qwen2
+ * layer's q, k and v): each output bit for bit the matrix alone plus its biases rounded once in order, the
+ * residual plus that. */
 static void check_matmul_bias(rng *r, enum qtype t, const char *name, int64_t K, int T) {
     enum { NM = 3 };
     const int64_t Nm[NM] = {37, 29, 29};
@@ -211,6 +212,14 @@ static void check_matmul_bias(rng *r, enum qtype t, const char *name, int64_t K,
     X->ops->add_bias(X, dy[0], &wb[0], T, (int)Nm[0]);
     X->ops->add(X, dres, dy[0], T * Nm[0]);
     float *y0 = down(dy[0], T * Nm[0]), *r1 = down(dres, T * Nm[0]);
+    /* each bias right after its matmul (a qwen2 layer's order): the same values */
+    float *z[NM];
+    X->ops->begin_pass(X, &ps, 1);
+    for (int i = 0; i < NM; i++) {
+        X->ops->matmul(X, &w[i], 0, dx, dy[i], T, MM_ROWS_PASS);
+        X->ops->add_bias(X, dy[i], &wb[i], T, (int)Nm[i]);
+    }
+    for (int i = 0; i < NM; i++) z[i] = down(dy[i], T * Nm[i]);
     int64_t off = 0;
     for (int i = 0; i < NM; i++)
         for (int64_t j = 0; j < T * Nm[i]; j++) {
@@ -219,17 +228,23 @@ static void check_matmul_bias(rng *r, enum qtype t, const char *name, int64_t K,
             if (i == 2) want = want + ((const float *)db[1])[c]; /* its second bias, after the first */
             off += memcmp(&y[i][j], &want, 4) != 0;
         }
+    for (int i = 0; i < NM; i++)
+        for (int64_t j = 0; j < T * Nm[i]; j++) {
+            const float want = a[i][j] + ((const float *)db[i])[j % Nm[i]];
+            off += memcmp(&z[i][j], &want, 4) != 0;
+        }
     for (int64_t j = 0; j < T * Nm[0]; j++) {
         const float v = a[0][j] + ((const float *)db[0])[j % Nm[0]], want = res[j] + v;
         off += memcmp(&y0[j], &v, 4) != 0 || memcmp(&r1[j], &want, 4) != 0;
     }
     tested("add_bias");
     printf("| %s | add_bias | %s, N 37 / 29 / 29 over one input, a bias on each (the third twice), then N 37, its bias "
-           "and a residual add, pass of %d: = each alone + its biases | %lld values differ | 0 |\n",
+           "and a residual add, then each bias right after its matmul, pass of %d: = each alone + its biases | %lld "
+           "values differ | 0 |\n",
            device_name, name, T, (long long)off);
     CHECKF(off == 0, "%s add_bias %s after matmuls: %lld values differ from the matrix alone + its biases", device_name,
            name, (long long)off);
-    for (int i = 0; i < NM; i++) free(a[i]), free(y[i]), free(d[i]), free(db[i]);
+    for (int i = 0; i < NM; i++) free(a[i]), free(y[i]), free(z[i]), free(d[i]), free(db[i]);
     free(x), free(res), free(y0), free(r1);
 }
 

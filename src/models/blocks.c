@@ -214,11 +214,13 @@ void llama_attention(model *m, fwd_ctx *c, int il, const fwd_span *spans, int n_
     int T = w->T, Hq = hp->n_head, Hkv = hp->n_head_kv, D = hp->head_dim;
     int64_t qrow = (int64_t)Hq * D, kvrow = (int64_t)Hkv * D;
     float *q = w->a, *att = w->b, *k = w->c, *v = w->d;
+    /* each bias right after its projection (the same values in any order): a GPU adds it in that GEMV, which
+     * is still pending then even where the next projection, of another type, launches the ones before it */
     op->matmul(x, &L->attn_q, 0, w->h, q, T, MM_ROWS_PASS); /* [T][Hq][D] */
-    op->matmul(x, &L->attn_k, 0, w->h, k, T, MM_ROWS_PASS); /* [T][Hkv][D] */
-    op->matmul(x, &L->attn_v, 0, w->h, v, T, MM_ROWS_PASS);
     if (L->attn_q_bias.data) op->add_bias(x, q, &L->attn_q_bias, T, (int)qrow);
+    op->matmul(x, &L->attn_k, 0, w->h, k, T, MM_ROWS_PASS); /* [T][Hkv][D] */
     if (L->attn_k_bias.data) op->add_bias(x, k, &L->attn_k_bias, T, (int)kvrow);
+    op->matmul(x, &L->attn_v, 0, w->h, v, T, MM_ROWS_PASS);
     if (L->attn_v_bias.data) op->add_bias(x, v, &L->attn_v_bias, T, (int)kvrow);
     if (L->attn_q_norm.data) op->rms_norm_heads(x, q, &L->attn_q_norm, T, Hq, D, hp->eps);
     if (L->attn_k_norm.data) op->rms_norm_heads(x, k, &L->attn_k_norm, T, Hkv, D, hp->eps);
