@@ -323,10 +323,6 @@ static void cx_attention(exec *x, const float *q, const void *k, const void *v, 
                                        c->st));
 }
 
-/* F16 caches and the split-K kernel's shapes: store, split and merge launches for as many sequences as the
- * partials hold (kernels.h cuda_attn_decode_seqs); otherwise each sequence alone through store_rows and
- * attention (attend_decode_each, backend.c; the same path at any n, so a sequence's bits never depend on
- * the others) */
 /* LLM170_CUDA_ATTN_FUSE=1: attend_decode, the rope pair before it and the o projection's quantize as one
  * launch (k_attn_decode_fused; an experiment: the same bits, slower on an H100, docs/cuda.md); read once */
 static bool attn_fuse_on(void) {
@@ -338,17 +334,11 @@ static bool attn_fuse_on(void) {
     return v;
 }
 
-/* Whether attend_decode over seqs[0 .. n) may take the deferred rope pair: the pair ropes exactly q and k,
- * Hq and Hkv heads of D, over the pass's n rows, and the sequences are rows 0 .. n - 1 (every row it ropes
- * is one the attention reads: the rope runs in the blocks of each row's sequence) */
-static bool rope_foldable(const cuda_exec *c, const attn_seq *seqs, int n, const float *q, const float *k, int Hq,
-                          int Hkv, int D) {
-    if (c->pop.kind != CX_POP_ROPE2 || c->pop.x != q || c->pop.x2 != k || c->pop.H != Hq || c->pop.H2 != Hkv ||
-        c->pop.D != D || c->pop.T != n)
-        return false;
-    for (int i = 0; i < n; i++)
-        if (seqs[i].row != i) return false;
-    return true;
+/* Whether the fused launch may take the deferred rope pair: it ropes exactly q and k, Hq and Hkv heads of D,
+ * over the pass's n rows, which are the sequences' rows in order (the rope runs in each row's blocks) */
+static bool rope_foldable(const cuda_exec *c, int n, const float *q, const float *k, int Hq, int Hkv, int D) {
+    return c->pop.kind == CX_POP_ROPE2 && c->pop.x == q && c->pop.x2 == k && c->pop.H == Hq && c->pop.H2 == Hkv &&
+           c->pop.D == D && c->pop.T == n;
 }
 
 /* F16 caches and the split-K kernel's shapes: store, split and merge launches for as many sequences as the
@@ -367,23 +357,28 @@ static void cx_attend_decode(exec *x, const attn_seq *seqs, int n, const float *
         return;
     }
     const int64_t room = c->attn_n * c->attn_seqs;
-    int S_all = 1;
-    for (int i = 0; i < n; i++) S_all = seqs[i].pos + 1 > S_all ? seqs[i].pos + 1 : S_all;
-    /* the fused launch takes all n sequences at once (n <= ATTN_DECODE_MAX_SEQS); LLM170_CUDA_ATTN=v2's split
-     * pass has no fused form */
-    const bool fuse = attn_fuse_on() && c->attn_cnt && Hq <= c->plan.attn_hq && n <= CUDA_ATTN_SEQS_MAX &&
-                      (int64_t)n * cuda_attn_decode_scratch(S_all, Hq, D) <= room && !cuda_attn_decode_v2();
+    /* the fused launch takes all n sequences at once; LLM170_CUDA_ATTN=v2's split pass has no fused form */
+    bool fuse =
+        attn_fuse_on() && c->attn_cnt && Hq <= c->plan.attn_hq && n <= CUDA_ATTN_SEQS_MAX && !cuda_attn_decode_v2();
+    bool in_order = true; /* the sequences are rows 0 .. n - 1 */
+    if (fuse) {
+        int S_all = 1;
+        for (int i = 0; i < n; i++) {
+            S_all = seqs[i].pos + 1 > S_all ? seqs[i].pos + 1 : S_all;
+            in_order &= seqs[i].row == i;
+        }
+        fuse = (int64_t)n * cuda_attn_decode_scratch(S_all, Hq, D) <= room;
+    }
     cuda_attn_fuse F = {0};
-    if (fuse && rope_foldable(c, seqs, n, q, k, Hq, Hkv, D)) {
+    if (fuse && in_order && rope_foldable(c, n, q, k, Hq, Hkv, D)) {
         F.rpos = c->pop.pos, F.factors = c->pop.factors, F.mode = (int)c->pop.rp.mode, F.n_rot = c->pop.rp.n_rot;
         F.theta = c->pop.rp.theta, F.freq_scale = c->pop.rp.freq_scale;
         c->pop.kind = CX_POP_NONE; /* launched with the attention, counted when it joined */
     }
     OP(x, "attend_decode");
     if (fuse) {
-        bool rows0 = n == c->pr.T; /* out's rows are the pass's: its q8_1 can serve the o projection */
-        for (int i = 0; i < n && rows0; i++) rows0 = seqs[i].row == i;
-        const bool q8 = rows0 && fuse_q8(x, out, n, (int64_t)Hq * D, NULL);
+        /* out's rows are the pass's: their q8_1 can serve the o projection */
+        const bool q8 = in_order && n == c->pr.T && fuse_q8(x, out, n, (int64_t)Hq * D, NULL);
         F.cnt = c->attn_cnt;
         if (q8) F.xq = c->xq, F.ds = c->ds;
         cuda_attn_seq g[CUDA_ATTN_SEQS_MAX];

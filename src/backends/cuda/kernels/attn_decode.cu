@@ -518,9 +518,8 @@ static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const
     const int64_t pstride = cuda_attn_decode_scratch(S_max, Hq, D);
     if (pstride * n > scratch_n) return CUDA_KERR_ARGS;
     const int width = Hkv * D, G = Hq / Hkv;
-    int rc;
+    const dim3 grid(Hkv, n_splits(S_max), n);
     if (F) {
-        dim3 grid(Hkv, n_splits(S_max), n);
         switch (D / 32) {
 #define ATTN_CASE(DL)                                                                                                  \
     case DL:                                                                                                           \
@@ -533,9 +532,8 @@ static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const
         return launch_status();
     }
     kl(k_store_rows_seqs<CAP>, dim3((unsigned)((2 * width + 255) / 256), (unsigned)n), 256, 0, s, P, kn, vn, width);
-    rc = launch_status();
+    int rc = launch_status();
     if (rc) return rc;
-    dim3 grid(Hkv, n_splits(S_max), n);
     switch (D / 32) {
 #define ATTN_CASE(DL)                                                                                          \
     case DL:                                                                                                   \
