@@ -89,6 +89,17 @@ bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D) {
     return t == QT_Q8_0 && D % 32 == 0;
 }
 
+void *backend_host_alloc(backend *b, size_t bytes) {
+    if (b && b->ops->host_alloc) return b->ops->host_alloc(b, bytes);
+    return malloc(bytes);
+}
+
+void backend_host_free(backend *b, void *p) {
+    if (!p) return;
+    if (b && b->ops->host_free) b->ops->host_free(b, p);
+    else free(p);
+}
+
 backend *backend_open(const char *device, int n_threads, bool exact, err *e) {
     if (!device || !*device || !strcmp(device, "cpu")) return cpu_backend_new(n_threads, exact, e);
     for (int i = 0; i < n_providers; i++) {

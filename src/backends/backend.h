@@ -125,6 +125,10 @@ typedef struct backend_ops {
     /* backend_default_cache_type / backend_cache_type_ok for this device; NULL: the CPU's answers */
     enum qtype (*default_cache_type)(const backend *b);
     bool (*cache_type_ok)(const backend *b, enum qtype t, int64_t D);
+    /* host memory that downloads land in fastest (CUDA: page-locked, so a copy goes straight to it instead of
+     * through the driver's bounce buffers); NULL: malloc / free. backend_host_alloc / backend_host_free. */
+    void *(*host_alloc)(backend *b, size_t bytes);
+    void (*host_free)(backend *b, void *p);
 } backend_ops;
 
 typedef struct exec_ops {
@@ -135,6 +139,9 @@ typedef struct exec_ops {
     /* --- transfers (bytes) and device copies: upload reads src before it returns; download waits --- */
     void (*upload)(exec *x, void *dst, const void *src, size_t bytes);
     void (*download)(exec *x, void *dst, const void *src, size_t bytes);
+    /* a download that the next download completes: dst must not be read before that one returns (one wait for
+     * a pass's logits and hidden rows); NULL: download */
+    void (*download_start)(exec *x, void *dst, const void *src, size_t bytes);
     void (*copy)(exec *x, float *dst, const float *src, int64_t n);
     void (*zero)(exec *x, float *dst, int64_t n);
 
@@ -311,6 +318,10 @@ bool backend_cache_type_ok(const backend *b, enum qtype t, int64_t D);
  * f16 cache one key block per query head: +3-5% CPU per decoded token on SmolLM2 135M, docs/benchmarks.md);
  * a GPU's will be F16 (llama.cpp's default). */
 enum qtype backend_default_cache_type(const backend *b);
+/* Host memory for what a context downloads every pass (its logits and hidden rows): the device's host_alloc
+ * (CUDA: page-locked), else malloc. NULL when out of memory. Free it with backend_host_free on the same b. */
+void *backend_host_alloc(backend *b, size_t bytes);
+void backend_host_free(backend *b, void *p);
 
 /* Devices other than the CPU come from providers registered at start-up (the CUDA backend is its own
  * library, linked by the CLI, which calls cuda_backend_register: the core does not depend on it).

@@ -283,26 +283,50 @@ int llm170_context_new(llm170_model *m, const llm170_context_params *params, llm
     return 0;
 }
 
+/* the output rows of reserve_out, below */
+static void out_free(llm170_context *c) {
+    backend *be = c->out_pinned ? c->model->be : NULL;
+    backend_host_free(be, c->logits);
+    backend_host_free(be, c->hidden);
+    c->logits = c->hidden = NULL;
+}
+
 void llm170_context_free(llm170_context *c) {
     if (!c) return;
     if (c->fc.x) fwd_ctx_free(&c->fc, c->model->m);
     free(c->spans);
     free(c->chunk);
     free(c->off);
-    free(c->logits);
-    free(c->hidden);
+    out_free(c);
     free(c);
 }
 
-/* Ensures room for n output rows. */
+/* Ensures room for n output rows: up to OUT_PINNED_ROWS (a decode step of up to 64 sequences) in the device's
+ * host memory (CUDA: page-locked, where a pass's downloads land without the driver's bounce; 1.07x tg128 on the
+ * 0.5B shape, docs/benchmarks.md), more (a prompt asking for every row: perplexity) or when the device has
+ * none left, in plain memory. The rows held move along (a pass that fails leaves them readable, as before it). */
+#define OUT_PINNED_ROWS 64
 static int reserve_out(llm170_context *c, int n, err *e) {
     if (n <= c->cap_out) return 0;
     const hparams *hp = &c->model->m->hp;
-    float *l = realloc(c->logits, sizeof(float) * (size_t)n * (size_t)hp->n_vocab);
-    if (l) c->logits = l;
-    float *h = realloc(c->hidden, sizeof(float) * (size_t)n * (size_t)hp->n_embd);
-    if (h) c->hidden = h;
-    if (!l || !h) return err_set(e, ERR_NOMEM, "cannot allocate logits for %d rows", n);
+    const size_t nl = sizeof(float) * (size_t)n * (size_t)hp->n_vocab, nh = sizeof(float) * (size_t)n * (size_t)hp->n_embd;
+    bool pinned = n <= OUT_PINNED_ROWS;
+    float *l = pinned ? backend_host_alloc(c->model->be, nl) : NULL, *h = l ? backend_host_alloc(c->model->be, nh) : NULL;
+    if (!h) {
+        if (l) backend_host_free(c->model->be, l);
+        pinned = false;
+        l = malloc(nl), h = malloc(nh);
+        if (!l || !h) {
+            free(l), free(h);
+            return err_set(e, ERR_NOMEM, "cannot allocate logits for %d rows", n);
+        }
+    }
+    if (c->cap_out) {
+        memcpy(l, c->logits, sizeof(float) * (size_t)c->cap_out * (size_t)hp->n_vocab);
+        memcpy(h, c->hidden, sizeof(float) * (size_t)c->cap_out * (size_t)hp->n_embd);
+    }
+    out_free(c);
+    c->logits = l, c->hidden = h, c->out_pinned = pinned;
     c->cap_out = n;
     return 0;
 }

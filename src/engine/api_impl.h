@@ -30,6 +30,7 @@ struct llm170_context {
     float *logits;      /* n_out rows of n_vocab */
     float *hidden;      /* n_out rows of n_embd */
     int n_out, cap_out; /* rows held / allocated */
+    bool out_pinned;    /* logits and hidden from backend_host_alloc (else malloc): api.c reserve_out */
 };
 
 struct llm170_sampler {

@@ -159,8 +159,10 @@ void fwd_head(model *m, fwd_ctx *c, const float *hn, int n, float *logits, float
         const int k = n - r0 < w->out_rows ? n - r0 : w->out_rows;
         x->ops->matmul(x, &m->output, 0, hn + (int64_t)r0 * hp->n_embd, w->logits, k, (mm_rows){MM_OUT, r0});
         if (m->output_bias.data) x->ops->add_bias(x, w->logits, &m->output_bias, k, hp->n_vocab);
-        x->ops->download(x, logits + (size_t)r0 * (size_t)hp->n_vocab, w->logits,
-                         sizeof(float) * (size_t)k * (size_t)hp->n_vocab);
+        /* the last rows' wait is the hidden rows' download below, when there is one */
+        const bool start = x->ops->download_start && hidden && n && r0 + k >= n;
+        (start ? x->ops->download_start : x->ops->download)(x, logits + (size_t)r0 * (size_t)hp->n_vocab, w->logits,
+                                                            sizeof(float) * (size_t)k * (size_t)hp->n_vocab);
     }
     /* after the head (which leaves hn as it is): a pass's first download ends a recorded pass (CUDA graphs),
      * so the head belongs to it */

@@ -619,6 +619,23 @@ static void cd_destroy(backend *b) {
     free(b);
 }
 
+/* page-locked host memory (portable: any device's copies may use it) */
+static void *cd_host_alloc(backend *b, size_t bytes) {
+    cuda_dev *d = b->impl;
+    void *p = NULL;
+    if (!bytes || cudaSetDevice(d->dev) != cudaSuccess) return NULL;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+static void cd_host_free(backend *b, void *p) {
+    (void)b;
+    cudaFreeHost(p);
+}
+
 static enum qtype cd_default_cache_type(const backend *b) {
     (void)b; /* llama.cpp's default; the split-K decode and flash prefill kernels read f16 caches */
     return QT_F16;
@@ -640,6 +657,8 @@ static const backend_ops cuda_backend_ops = {
     .exec_new = cd_exec_new,
     .default_cache_type = cd_default_cache_type,
     .cache_type_ok = cd_cache_type_ok,
+    .host_alloc = cd_host_alloc,
+    .host_free = cd_host_free,
 };
 
 /* "cuda", "cuda:N", either with ":nograph" */

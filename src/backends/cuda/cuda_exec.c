@@ -41,21 +41,29 @@ static void cx_upload(exec *x, void *dst, const void *src, size_t bytes) {
     cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ST(x)), "upload");
 }
 
-/* the host's only wait: the stream up to this copy (errors of earlier kernels surface here); a captured
- * pass is launched first (or discarded if it failed) */
-static void cx_download(exec *x, void *dst, const void *src, size_t bytes) {
+/* a download's copy (a captured pass is launched first, or discarded if it failed); false when none was queued */
+static bool cx_copy_out(exec *x, void *dst, const void *src, size_t bytes) {
     cx_bind(x);
     x->stats.n_downloads++;
     cx_pend_flush(x, NULL);
     cx_of(x)->xq_src = NULL;
     cx_graph_end(x);
-    if (!bytes || x->status) return;
+    if (!bytes || x->status) return false;
     cx_prof_mark(x, "download", NULL); /* the end of the pass's last op */
     cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ST(x)), "download");
-    if (!x->status) cu_fail(x, cudaStreamSynchronize(ST(x)), "download (the pass's kernels)");
+    return !x->status;
+}
+
+/* the host's only wait: the stream up to this copy (errors of earlier kernels surface here) */
+static void cx_download(exec *x, void *dst, const void *src, size_t bytes) {
+    if (!cx_copy_out(x, dst, src, bytes)) return;
+    cu_fail(x, cudaStreamSynchronize(ST(x)), "download (the pass's kernels)");
     if (!x->status) cx_prof_collect(x), cx_graph_timed(cx_of(x));
     if (!x->status) cx_of(x)->inflight = false;
 }
+
+/* cx_download's copy without its wait: the next download's wait covers it (the same stream) */
+static void cx_download_start(exec *x, void *dst, const void *src, size_t bytes) { cx_copy_out(x, dst, src, bytes); }
 
 /* ---------------------------------------------------------------- deferred small ops (pop) */
 
@@ -541,6 +549,7 @@ const exec_ops cuda_exec_ops = {
     .begin_pass = cx_begin_pass,
     .upload = cx_upload,
     .download = cx_download,
+    .download_start = cx_download_start,
     .copy = cx_copy,
     .zero = cx_zero,
     .matmul = cx_matmul,

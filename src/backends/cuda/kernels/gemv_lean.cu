@@ -393,13 +393,19 @@ static int launch_lean_r(const cuda_qmat *W, int nW, const int8_t *xq, const flo
     return launch_lean<TYPE, R, 1, CH>(W, nW, xq, ds, y, res, s);
 }
 
+/* The grid: at most the blocks that fit at once (a persistent grid), sized so that every warp takes the same
+ * number of row groups: rounds of the full grid, then as many warps as that many rounds need (the full grid left
+ * its last round partly empty: ncu on the H100, Q4_K K5120 N17408, SMs active 80% of the kernel's cycles; this
+ * grid: alone 0.98-1.0x the time, tg128 1.004-1.006x, docs/benchmarks.md). A row's bits do not depend on it. */
 template <enum qtype TYPE, int R, int NRL, int D>
 static int launch_pipe(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                        cudaStream_t s) {
     const gemv_mats P = gemv_mats_of(W, nW, y, res, R);
     const unsigned cap = gemv_capacity<k_gemv_pipe<TYPE, R, NRL, D>>();
     if (!cap) return CUDA_KERR_LAUNCH;
-    const unsigned need = (P.b[nW] + GEMV_MAX_WARPS - 1) / GEMV_MAX_WARPS, grid = need < cap ? need : cap;
+    const unsigned groups = P.b[nW], cap_w = cap * GEMV_MAX_WARPS;
+    const unsigned rounds = (groups + cap_w - 1) / cap_w, warps = (groups + rounds - 1) / rounds;
+    const unsigned grid = (warps + GEMV_MAX_WARPS - 1) / GEMV_MAX_WARPS;
     kl(k_gemv_pipe<TYPE, R, NRL, D>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
     return launch_status();
 }
