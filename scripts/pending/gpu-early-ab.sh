@@ -12,8 +12,10 @@ grep -E "^gemv|FAIL" "$OUT/gemv.txt" | cut -c1-70 >> "$S"
 grep -E "gemv form +(12|13|122|125) " "$OUT/gemv.txt" >> "$S"
 st engine 240 env LLM170_TMP_T1FORM=125 LLM170_TMP_LEANFORM=13 "${B[@]}" cuda-check --engine --dir "$OUT" -t 8
 tail -2 "$OUT/engine.txt" >> "$S"
-st conf 120 env LLM170_TMP_T1FORM=125 LLM170_TMP_LEANFORM=13 "${B[@]}" cuda-check --filter backend
-tail -1 "$OUT/conf.txt" >> "$S"
+if [ "${CONF:-1}" = 1 ]; then
+  st conf 120 env LLM170_TMP_T1FORM=125 LLM170_TMP_LEANFORM=13 "${B[@]}" cuda-check --filter backend
+  tail -1 "$OUT/conf.txt" >> "$S"
+fi
 for shape in ${SHAPES:-qwen25-0.5b llama-8b qwen35-27b qwen35moe-35b-a3b}; do
   f=/dev/shm/$shape.gguf
   timeout 200 "${B[@]}" synth --preset "$shape" --type q4_k_m --out "$f" > /dev/null 2>&1 || { echo "synth $shape failed" >> "$S"; continue; }
