@@ -10,7 +10,7 @@
 #                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp |
 #                                            moe-combine-blocks | matmul-f-token | gemv-experts-row |
 #                                            gemv-lean-role | gemv-pipe-role | matmul-f-group |
-#                                            gemv-bias-member | attn-fused-reset]
+#                                            gemv-bias-member]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -22,14 +22,11 @@
 # gemv-t-dependent: the old warps-per-row rule (one warp per row at T = 5..8 for 4096 <= K < 16384), so a
 # row's GEMV bits depend on T: cuda-check's one-row comparison must fail on the cases that
 # scripts/plants/NAME.filter names (copied beside the binary; gpu-e2e.sh runs cuda-check --filter with it).
-# attn-batch-splits: attend_decode's kernels (the fused one too) split every sequence of a batched decode step
-# as the longest one needs, so a sequence's bits depend on what shares its step: the conformance suite's "each of the 4
+# attn-batch-splits: attend_decode's kernels split every sequence of a batched decode step as the longest
+# one needs, so a sequence's bits depend on what shares its step: the conformance suite's "each of the 4
 # seqs alone = in the batch" rows must fail.
 # scripts/plants/NAME.env, when there, holds VAR=value words the plant's steps run under (a plant in an
 # experiment's kernel needs the variable that selects it).
-# attn-fused-reset: k_attn_decode_fused's last block no longer resets its counter, so the next launch never
-# merges: cuda-check's attn_fused cases (their second launch and the counters read back) and, under its .env
-# (LLM170_CUDA_ATTN_FUSE=1), the engine check must fail.
 # pdl-no-wait: k_quantize_q8_1 (the q8_1 quantize and the fused rms_norm / swiglu forms) without pdl_enter(),
 # so on sm_90 it reads its input while the kernel before it may still be writing it: the engine check must fail.
 # gemv-mma-order: k_gemv_mma visits its leaves in lane order instead of bit-reversed, a tree other than the

@@ -169,13 +169,6 @@ CASE(at_2, check_attn(3000, 2900, 8, 4, 256, 512, s, b, r, e))
 CASE(at_3, check_attn(300, 257, 14, 2, 64, 0, s, b, r, e))
 CASE(at_4, check_attn(32768, 32768, 32, 8, 128, 0, s, b, r, e))
 CASE(at_5, check_attn(32768, 32000, 16, 2, 256, 4096, s, b, r, e))
-static const int af_pa[] = {256}, af_pb[] = {0, 40, 1000}, af_pc[] = {4500, 31}, af_pd[] = {5000},
-                 af_pe[] = {100, 7, 64, 2};
-CASE(af_a, check_attn_fused(1, af_pa, 14, 2, 64, 64, ROPE_NEOX, false, true, 0, s, b, r, e))
-CASE(af_b, check_attn_fused(3, af_pb, 32, 8, 128, 128, ROPE_NORM, true, true, 0, s, b, r, e))
-CASE(af_c, check_attn_fused(2, af_pc, 24, 4, 256, 64, ROPE_NEOX, false, true, 0, s, b, r, e))
-CASE(af_d, check_attn_fused(1, af_pd, 8, 4, 256, 256, ROPE_NEOX, false, true, 512, s, b, r, e))
-CASE(af_e, check_attn_fused(4, af_pe, 16, 2, 128, 128, ROPE_NEOX, false, false, 0, s, b, r, e))
 CASE(gd_32_tiled, check_gdn(16, 32, GDN_HEADS_TILED, 1, s, b, r, e))
 CASE(gd_32_grouped, check_gdn(16, 32, GDN_HEADS_GROUPED, 1, s, b, r, e))
 CASE(gd_48_tiled, check_gdn(16, 48, GDN_HEADS_TILED, 1, s, b, r, e))
@@ -345,11 +338,6 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"attn_decode", "S257/300 Hq14 Hkv2 D64", at_3},
     {"attn_decode", "S32768/32768 Hq32 Hkv8 D128", at_4},
     {"attn_decode", "S32000/32768 Hq16 Hkv2 D256 win4096", at_5},
-    {"attn_fused", "pos 256 Hq14 Hkv2 D64 neox", af_a},
-    {"attn_fused", "pos 0,40,1000 Hq32 Hkv8 D128 norm factors", af_b},
-    {"attn_fused", "pos 4500,31 Hq24 Hkv4 D256 neox rot64", af_c},
-    {"attn_fused", "pos 5000 Hq8 Hkv4 D256 win512", af_d},
-    {"attn_fused", "pos 100,7,64,2 Hq16 Hkv2 D128 no rope/q8", af_e},
     {"gdn_step", "Hk16 Hv32 D128 tiled", gd_32_tiled},
     {"gdn_step", "Hk16 Hv32 D128 grouped", gd_32_grouped},
     {"gdn_step", "Hk16 Hv48 D128 tiled", gd_48_tiled},

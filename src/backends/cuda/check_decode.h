@@ -24,9 +24,6 @@ int check_rope(int T, int H, int D, int n_rot, enum rope_mode mode, bool factors
                cuda_check_result *res, err *e);
 int check_attn(int S_max, int n_kv, int Hq, int Hkv, int D, int window, uint64_t seed, bool bench,
                cuda_check_result *res, err *e);
-/* the fused decode attention against rope2 + store / split / merge + quantize, bit for bit (check_attn.c) */
-int check_attn_fused(int n, const int *pos, int Hq, int Hkv, int D, int n_rot, int mode, bool factors, bool rope,
-                     int window, uint64_t seed, bool bench, cuda_check_result *res, err *e);
 int check_gdn(int Hk, int Hv, enum gdn_head_map map, int n, uint64_t seed, bool bench, cuda_check_result *res, err *e);
 int check_moe_route(int T, int E, int K, enum cuda_moe_gating gating, int renorm, uint64_t seed,
                     cuda_check_result *res, err *e);

@@ -516,7 +516,7 @@ void cx_destroy(exec *x) {
             cudaStreamDestroy(c->st);
         }
         cx_prof_free(c); /* prints the op profile */
-        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->gpart, c->wdq, c->gdn_sync, c->moe_g, c->attn_cnt};
+        void *dbufs[] = {c->xq, c->ds, c->xb, c->attn, c->gdn, c->gpart, c->wdq, c->gdn_sync, c->moe_g};
         for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) cu_free(dbufs[i]);
         pass_rows_free(&c->pr);
         free(c);
@@ -578,7 +578,6 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
         {(void **)&c->gpart, (size_t)c->gpart_n * sizeof(float)},
         {(void **)&c->wdq, R > CUDA_GEMV_MAX_ROWS ? (size_t)d->max_dq * 2 : 0},
         {(void **)&c->attn, (size_t)c->attn_n * (size_t)c->attn_seqs * sizeof(float)},
-        {(void **)&c->attn_cnt, c->attn_n > 0 ? (size_t)CUDA_ATTN_SEQS_MAX * plan->attn_hq * sizeof(unsigned) : 0},
         {(void **)&c->gdn, (size_t)c->gdn_n * sizeof(float)},
         {(void **)&c->gdn_sync, plan->gdn_hv > 0 ? (size_t)CUDA_GDN_MAX_SEQS * 2 * plan->gdn_hv * sizeof(unsigned) : 0},
     };
@@ -595,10 +594,7 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
             return NULL;
         }
     }
-    if ((c->attn_cnt &&
-         cu_check(cudaMemset(c->attn_cnt, 0, (size_t)CUDA_ATTN_SEQS_MAX * plan->attn_hq * sizeof(unsigned)), e,
-                  "cudaMemset")) ||
-        (c->gdn_sync && cu_check(cudaMemset(c->gdn_sync, 0, (size_t)CUDA_GDN_MAX_SEQS * 2 * plan->gdn_hv *
+    if ((c->gdn_sync && cu_check(cudaMemset(c->gdn_sync, 0, (size_t)CUDA_GDN_MAX_SEQS * 2 * plan->gdn_hv *
                                                                    sizeof(unsigned)),
                                  e, "cudaMemset")) ||
         cu_check(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking), e, "cudaStreamCreate") ||

@@ -9,7 +9,6 @@
  * Every failure (a launcher's precondition, a launch or an asynchronous error seen at a download) is
  * recorded once with exec_fail; later ops then do nothing. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
@@ -82,11 +81,6 @@ void cx_pop_flush(exec *x) {
     if (x->status || kind == CX_POP_NONE) return;
     if (kind == CX_POP_ROPE)
         cx_kfail(x, cuda_rope(c->pop.x, c->pop.pos, c->pop.T, c->pop.H, c->pop.D, &c->pop.rp, c->pop.factors, c->st),
-                 "rope", "");
-    else if (kind == CX_POP_ROPE2)
-        cx_kfail(x,
-                 cuda_rope2(c->pop.x, c->pop.H, c->pop.x2, c->pop.H2, c->pop.pos, c->pop.T, c->pop.D, &c->pop.rp,
-                            c->pop.factors, c->st),
                  "rope", "");
     else if (kind == CX_POP_STORE)
         cx_kfail(x, cuda_store_rows(c->pop.dst, c->pop.type, c->pop.src, c->pop.rows, c->pop.width, c->st), "store_rows",
@@ -246,11 +240,10 @@ static void cx_rope(exec *x, float *io, const int32_t *pos, int T, int H, int D,
         rp->mode == c->pop.rp.mode && rp->n_rot == c->pop.rp.n_rot && rp->theta == c->pop.rp.theta &&
         rp->freq_scale == c->pop.rp.freq_scale &&
         apart(io, bytes, c->pop.x, sizeof(float) * (size_t)T * c->pop.H * D)) { /* q then k: one launch */
+        float *x1 = c->pop.x;
+        const int H1 = c->pop.H;
         joined(x);
-        if (x->status) return;
-        /* the pair waits in turn: attend_decode folds it into its launch (cx_attend_decode), else it launches
-         * as one (cx_pop_flush) */
-        c->pop.kind = CX_POP_ROPE2, c->pop.x2 = io, c->pop.H2 = H;
+        RUN(x, "rope", cuda_rope2(x1, H1, io, H, pos, T, D, rp, f, ST(x)));
         return;
     }
     OP(x, "rope");
@@ -331,30 +324,10 @@ static void cx_attention(exec *x, const float *q, const void *k, const void *v, 
                                        c->st));
 }
 
-/* LLM170_CUDA_ATTN_FUSE=1: attend_decode, the rope pair before it and the o projection's quantize as one
- * launch (k_attn_decode_fused; an experiment: the same bits, slower on an H100, docs/cuda.md); read once */
-static bool attn_fuse_on(void) {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("LLM170_CUDA_ATTN_FUSE");
-        v = e && !strcmp(e, "1");
-    }
-    return v;
-}
-
-/* Whether the fused launch may take the deferred rope pair: it ropes exactly q and k, Hq and Hkv heads of D,
- * over the pass's n rows, which are the sequences' rows in order (the rope runs in each row's blocks) */
-static bool rope_foldable(const cuda_exec *c, int n, const float *q, const float *k, int Hq, int Hkv, int D) {
-    return c->pop.kind == CX_POP_ROPE2 && c->pop.x == q && c->pop.x2 == k && c->pop.H == Hq && c->pop.H2 == Hkv &&
-           c->pop.D == D && c->pop.T == n;
-}
-
 /* F16 caches and the split-K kernel's shapes: store, split and merge launches for as many sequences as the
- * partials hold (kernels.h cuda_attn_decode_seqs), or with LLM170_CUDA_ATTN_FUSE=1 one launch
- * (cuda_attn_decode_fused: the new rows stored, the split pass, the merge; the rope pair deferred just before
- * it and the q8_1 of out for the o projection folded in where they fit); otherwise each sequence alone through
- * store_rows and attention (attend_decode_each, backend.c; the same path at any n, so a sequence's bits
- * never depend on the others) */
+ * partials hold (kernels.h cuda_attn_decode_seqs); otherwise each sequence alone through store_rows and
+ * attention (attend_decode_each, backend.c; the same path at any n, so a sequence's bits never depend on
+ * the others) */
 static void cx_attend_decode(exec *x, const attn_seq *seqs, int n, const float *q, const float *k, const float *v,
                              float *out, enum qtype tk, enum qtype tv, const int32_t *kpos, int Hq, int Hkv, int D,
                              float scale, int window) {
@@ -364,39 +337,8 @@ static void cx_attend_decode(exec *x, const attn_seq *seqs, int n, const float *
         attend_decode_each(x, seqs, n, q, k, v, out, tk, tv, kpos, Hq, Hkv, D, scale, window);
         return;
     }
-    const int64_t room = c->attn_n * c->attn_seqs;
-    /* the fused launch takes all n sequences at once; LLM170_CUDA_ATTN=v2's split pass has no fused form */
-    bool fuse =
-        attn_fuse_on() && c->attn_cnt && Hq <= c->plan.attn_hq && n <= CUDA_ATTN_SEQS_MAX && !cuda_attn_decode_v2();
-    bool in_order = true; /* the sequences are rows 0 .. n - 1 */
-    if (fuse) {
-        int S_all = 1;
-        for (int i = 0; i < n; i++) {
-            S_all = seqs[i].pos + 1 > S_all ? seqs[i].pos + 1 : S_all;
-            in_order &= seqs[i].row == i;
-        }
-        fuse = (int64_t)n * cuda_attn_decode_scratch(S_all, Hq, D) <= room;
-    }
-    cuda_attn_fuse F = {0};
-    if (fuse && in_order && rope_foldable(c, n, q, k, Hq, Hkv, D)) {
-        F.rpos = c->pop.pos, F.factors = c->pop.factors, F.mode = (int)c->pop.rp.mode, F.n_rot = c->pop.rp.n_rot;
-        F.theta = c->pop.rp.theta, F.freq_scale = c->pop.rp.freq_scale;
-        c->pop.kind = CX_POP_NONE; /* launched with the attention, counted when it joined */
-    }
     OP(x, "attend_decode");
-    if (fuse) {
-        /* out's rows are the pass's: their q8_1 can serve the o projection */
-        const bool q8 = in_order && n == c->pr.T && fuse_q8(x, out, n, (int64_t)Hq * D, NULL);
-        F.cnt = c->attn_cnt;
-        if (q8) F.xq = c->xq, F.ds = c->ds;
-        cuda_attn_seq g[CUDA_ATTN_SEQS_MAX];
-        for (int i = 0; i < n; i++) g[i] = (cuda_attn_seq){seqs[i].k, seqs[i].v, seqs[i].pos, seqs[i].row};
-        RUN(x, "attend_decode",
-            cuda_attn_decode_fused(g, n, (float *)q, (float *)k, v, out, kpos, Hq, Hkv, D, scale, window, c->attn, room,
-                                   &F, c->st));
-        if (q8) fused_q8(x, out, n, (int64_t)Hq * D);
-        return;
-    }
+    const int64_t room = c->attn_n * c->attn_seqs;
     for (int i0 = 0; i0 < n && !x->status;) {
         cuda_attn_seq g[CUDA_ATTN_SEQS_MAX];
         int m = 0, S_max = 1;

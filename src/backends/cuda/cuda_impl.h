@@ -77,13 +77,10 @@ typedef struct cuda_exec {
     } fpend;
     struct {              /* a rope, store_rows or l2_norm of a small pass not launched yet: the same op on a
                            * second buffer right after it joins it (q and k; the K and V stores; cx_pop_flush);
-                           * a rope pair waits in turn for attend_decode, which folds it into its launch;
                            * an add_gated_rows: the add of its output into the residual right after it joins it;
                            * a moe_combine: an add_gated_rows into its output, then that add, join it */
         int kind;         /* CX_POP_* */
         float *x;         /* rope, l2_norm, add_gated_rows: the buffer */
-        float *x2;        /* a rope pair (CX_POP_ROPE2): the second buffer, of H2 heads */
-        int H2;
         void *dst;        /* store_rows */
         const float *src; /* store_rows; add_gated_rows: in; moe_combine: the routed rows */
         const int32_t *pos;
@@ -107,8 +104,6 @@ typedef struct cuda_exec {
     int64_t attn_n;       /* floats one sequence needs at the planned context (cuda_attn_decode_scratch) */
     int attn_seqs;        /* sequences the partials hold at the planned context (attend_decode takes more
                            * of shorter ones in one launch) */
-    unsigned int *attn_cnt; /* the fused attend_decode's counters ([CUDA_ATTN_SEQS_MAX][plan.attn_hq], zero
-                             * between launches; NULL: no fused launch) */
     unsigned int *gdn_sync; /* gdn_decode's counters ([CUDA_GDN_MAX_SEQS][2 plan.gdn_hv], zero between launches) */
     float *gdn;           /* chunked GDN scratch */
     int64_t gdn_n;
@@ -140,8 +135,7 @@ int cx_kfail(exec *x, int status, const char *op, const char *what);
 /* An F32 weight's device values (norm weights, biases, conv kernels, gates); NULL + failure otherwise */
 const float *cx_f32(exec *x, const weight *w, const char *op);
 
-enum { CX_POP_NONE, CX_POP_ROPE, CX_POP_ROPE2, CX_POP_STORE, CX_POP_L2, CX_POP_GATED, CX_POP_COMBINE,
-       CX_POP_COMBINE_GATED };
+enum { CX_POP_NONE, CX_POP_ROPE, CX_POP_STORE, CX_POP_L2, CX_POP_GATED, CX_POP_COMBINE, CX_POP_COMBINE_GATED };
 /* launches the deferred small op, if any (cuda_exec.c) */
 void cx_pop_flush(exec *x);
 /* Launches the deferred small op, the deferred float matmuls and then the deferred GEMV, if any, adding its output into res[T][N] in the same launch when res is not

@@ -182,26 +182,6 @@ typedef struct cuda_attn_seq {
 int cuda_attn_decode_seqs(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn,
                           float *out, const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window,
                           float *scratch, int64_t scratch_n, cudaStream_t s);
-/* The same in one launch (kernels/attn_decode.cu, k_attn_decode_fused; an experiment, slower than the three
- * launches on an H100, used under LLM170_CUDA_ATTN_FUSE=1), with what the executor deferred
- * or would launch next folded in: when F->rpos, the rope pair of q ([n][Hq][D]) and kn ([n][Hkv][D]) at
- * positions rpos[row] (as cuda_rope2, in place: q and kn hold the roped rows afterwards); when F->xq, the
- * q8_1 of out's rows (K = Hq D, as cuda_quantize_q8_1 writes them: xq[row][K], ds[row][K/32][2]). Every value
- * (caches, q, kn, out, xq, ds) is bit for bit the unfused sequence's. F->cnt: Hkv counters a sequence,
- * CUDA_ATTN_SEQS_MAX * Hkv, zero before the launch and left zero after it. */
-typedef struct cuda_attn_fuse {
-    const int32_t *rpos;  /* rope positions by row, or NULL: q and kn are already roped */
-    const float *factors; /* rope frequency divisors or NULL */
-    int mode, n_rot;      /* ROPE_NORM / ROPE_NEOX */
-    float theta, freq_scale;
-    unsigned int *cnt;
-    int8_t *xq;           /* or NULL */
-    float *ds;
-} cuda_attn_fuse;
-int cuda_attn_decode_v2(void); /* LLM170_CUDA_ATTN=v2 is set: no fused launch (its split pass has no fused form) */
-int cuda_attn_decode_fused(const cuda_attn_seq *seqs, int n, float *q, float *kn, const float *vn, float *out,
-                           const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window, float *scratch,
-                           int64_t scratch_n, const cuda_attn_fuse *F, cudaStream_t s);
 
 /* --- Gated DeltaNet decode step (kernels/gdn_step.cu), one token of each of n sequences, the whole block
  * from the projections to the gated norm in one kernel: conv1d step with state + SiLU, l2 norm of q (times

@@ -20,19 +20,14 @@
 #define ATTN_MAX_G 8
 
 /* block (kvh = blockIdx.x, sp) of one sequence's split pass: n_kv cached positions, the query at qpos */
-/* qh: the G query heads of kv head blockIdx.x; kx / vx (xslot >= 0): slot xslot's K and V row of that head
- * as f16 values (the fused kernel's new row, not read back from the cache it stored it in); so: the warps'
- * outputs, shared memory of ATTN_WARPS * ATTN_MAX_G * D floats (the caller's: the fused kernel's merge
- * reuses it) */
 template <int DL>
-static __device__ __forceinline__ void attn_split(const float *qh, const __half *__restrict__ k,
+static __device__ __forceinline__ void attn_split(const float *__restrict__ q, const __half *__restrict__ k,
                                                   const __half *__restrict__ v, int qpos,
                                                   const int32_t *__restrict__ kpos, int n_kv, int sp, int Hkv, int G,
-                                                  float scale, int window, int chunk, float *__restrict__ part,
-                                                  float *so, const float *kx = nullptr, const float *vx = nullptr,
-                                                  int xslot = -1) {
+                                                  float scale, int window, int chunk, float *__restrict__ part) {
     constexpr int D = 32 * DL;
     __shared__ float sm[ATTN_WARPS][ATTN_MAX_G], sl[ATTN_WARPS][ATTN_MAX_G];
+    __shared__ float so[ATTN_WARPS][ATTN_MAX_G][D];
     const int kvh = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int Hq = Hkv * G;
     float qv[ATTN_MAX_G][DL], acc[ATTN_MAX_G][DL], m[ATTN_MAX_G], l[ATTN_MAX_G];
@@ -42,7 +37,7 @@ static __device__ __forceinline__ void attn_split(const float *qh, const __half 
 #pragma unroll
         for (int j = 0; j < DL; j++) {
             acc[g][j] = 0.0f;
-            qv[g][j] = g < G ? qh[g * D + lane * DL + j] * scale : 0.0f;
+            qv[g][j] = g < G ? q[(size_t)(kvh * G + g) * D + lane * DL + j] * scale : 0.0f;
         }
     }
     int s0 = sp * chunk, s1 = min(s0 + chunk, n_kv);
@@ -58,13 +53,8 @@ static __device__ __forceinline__ void attn_split(const float *qh, const __half 
             int kp = in ? kpos[sp2] : 0;
             vis[p2] = in && kp <= qpos && (window <= 0 || qpos - kp < window);
             size_t off = ((size_t)(in ? sp2 : s) * Hkv + kvh) * D + lane * DL;
-            if (sp2 == xslot) {
 #pragma unroll
-                for (int j = 0; j < DL; j++) kf[p2][j] = kx[lane * DL + j], vf[p2][j] = vx[lane * DL + j];
-            } else {
-#pragma unroll
-                for (int j = 0; j < DL; j++) kf[p2][j] = __half2float(k[off + j]), vf[p2][j] = __half2float(v[off + j]);
-            }
+            for (int j = 0; j < DL; j++) kf[p2][j] = __half2float(k[off + j]), vf[p2][j] = __half2float(v[off + j]);
         }
 #pragma unroll
         for (int p2 = 0; p2 < 2; p2++) {
@@ -90,7 +80,7 @@ static __device__ __forceinline__ void attn_split(const float *qh, const __half 
         if (g >= G) break;
         if (lane == 0) sm[warp][g] = m[g], sl[warp][g] = l[g];
 #pragma unroll
-        for (int j = 0; j < DL; j++) so[(warp * ATTN_MAX_G + g) * D + lane * DL + j] = acc[g][j];
+        for (int j = 0; j < DL; j++) so[warp][g][lane * DL + j] = acc[g][j];
     }
     __syncthreads();
     for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
@@ -102,7 +92,7 @@ static __device__ __forceinline__ void attn_split(const float *qh, const __half 
             for (int w = 0; w < ATTN_WARPS; w++) {
                 float f = expf(sm[w][g] - M);
                 L += f * sl[w][g];
-                o += f * so[(w * ATTN_MAX_G + g) * D + d];
+                o += f * so[w][g][d];
             }
         float *pr = part + ((size_t)sp * Hq + kvh * G + g) * (D + 2);
         pr[2 + d] = o;
@@ -225,8 +215,7 @@ static __device__ __forceinline__ void attn_split_v2(const float *__restrict__ q
     }
 }
 
-/* LLM170_CUDA_ATTN=v2: attn_split_v2 for every decode attention of the process (read once); the fused
- * kernel has no v2 form (the executor asks cuda_attn_decode_v2 before it fuses) */
+/* LLM170_CUDA_ATTN=v2: attn_split_v2 for every decode attention of the process (read once) */
 static bool attn_v2(void) {
     static int v = -1;
     if (v < 0) {
@@ -243,13 +232,12 @@ __global__ void __launch_bounds__(32 * ATTN_WARPS)
                         const int32_t *__restrict__ n_kv_p, int n_kv_val, int Hkv, int G, float scale, int window,
                         int chunk, float *__restrict__ part) {
     pdl_enter();
-    __shared__ float so[V2 ? 1 : ATTN_WARPS * ATTN_MAX_G * 32 * DL];
     if constexpr (V2)
         attn_split_v2<DL>(q, k, v, *qpos_p, kpos, n_kv_p ? *n_kv_p : n_kv_val, blockIdx.y, Hkv, G, scale, window, chunk,
                           part);
     else
-        attn_split<DL>(q + (size_t)blockIdx.x * G * 32 * DL, k, v, *qpos_p, kpos, n_kv_p ? *n_kv_p : n_kv_val,
-                       blockIdx.y, Hkv, G, scale, window, chunk, part, so);
+        attn_split<DL>(q, k, v, *qpos_p, kpos, n_kv_p ? *n_kv_p : n_kv_val, blockIdx.y, Hkv, G, scale, window, chunk,
+                       part);
 }
 
 /* chunks of 32 positions (8 per warp, 4 steps of 2) up to 128 chunks, then longer chunks. Short chunks
@@ -275,7 +263,6 @@ __global__ void __launch_bounds__(32 * ATTN_WARPS)
     k_attn_decode_split_seqs(const attn_seqs<CAP> P, const float *__restrict__ q, const int32_t *__restrict__ kpos,
                              int Hkv, int G, float scale, int window, int64_t pstride, float *__restrict__ part) {
     pdl_enter();
-    __shared__ float so[V2 ? 1 : ATTN_WARPS * ATTN_MAX_G * 32 * DL];
     const cuda_attn_seq a = P.s[blockIdx.z];
     const int S = a.pos + 1, ns = n_splits(S), chunk = (S + ns - 1) / ns;
     if ((int)blockIdx.y >= ns) return;
@@ -284,8 +271,8 @@ __global__ void __launch_bounds__(32 * ATTN_WARPS)
         attn_split_v2<DL>(q + (size_t)a.row * Hkv * G * D, (const __half *)a.k, (const __half *)a.v, a.pos, kpos, S,
                           blockIdx.y, Hkv, G, scale, window, chunk, part + blockIdx.z * pstride);
     else
-        attn_split<DL>(q + ((size_t)a.row * Hkv + blockIdx.x) * G * D, (const __half *)a.k, (const __half *)a.v, a.pos,
-                       kpos, S, blockIdx.y, Hkv, G, scale, window, chunk, part + blockIdx.z * pstride, so);
+        attn_split<DL>(q + (size_t)a.row * Hkv * G * D, (const __half *)a.k, (const __half *)a.v, a.pos, kpos, S,
+                       blockIdx.y, Hkv, G, scale, window, chunk, part + blockIdx.z * pstride);
 }
 
 /* the new key and value rows of each sequence (rows s.row of kn / vn, width values) as f16 at slot s.pos
@@ -307,41 +294,27 @@ __global__ void k_store_rows_seqs(const attn_seqs<CAP> P, const float *__restric
  * takes the partials i = way, way + ATTN_MERGE_WAYS, ... (a quarter of the chain of loads each: at 128
  * partials, one thread a dim walked 256 of them), the ways combined in shared memory in way order */
 #define ATTN_MERGE_WAYS 4
-/* way `way` of the merge of head h: the largest partial max among i = way, way + ATTN_MERGE_WAYS, ... */
-static __device__ __forceinline__ float merge_max(const float *part, int h, int Hq, int D, int n_split, int way) {
-    float m = -INFINITY;
-#pragma unroll 4
-    for (int i = way; i < n_split; i += ATTN_MERGE_WAYS) m = fmaxf(m, __ldcg(part + ((size_t)i * Hq + h) * (D + 2)));
-    return m;
-}
-
-/* way's share of dim d at the head's max M: L = sum e^(m_i - M) l_i, o = sum e^(m_i - M) o_i[d] (loads through
- * L2: the fused kernel reads partials other blocks of the same launch wrote) */
-static __device__ __forceinline__ void merge_sum(const float *part, int h, int Hq, int D, int n_split, int way, int d,
-                                                 float M, float &L, float &o) {
-    L = 0.0f, o = 0.0f;
-    if (M == -INFINITY) return;
-#pragma unroll 4
-    for (int i = way; i < n_split; i += ATTN_MERGE_WAYS) {
-        const float *pr = part + ((size_t)i * Hq + h) * (D + 2);
-        const float f = expf(__ldcg(pr) - M);
-        L += f * __ldcg(pr + 1);
-        o += f * __ldcg(pr + 2 + d);
-    }
-}
-
 static __device__ __forceinline__ void attn_merge(const float *__restrict__ part, float *__restrict__ out, int h,
                                                   int Hq, int D, int n_split) {
     __shared__ float sM[ATTN_MERGE_WAYS], sL[ATTN_MERGE_WAYS], so[ATTN_MERGE_WAYS][256];
     const int way = threadIdx.x / D, d = threadIdx.x % D;
-    const float m = merge_max(part, h, Hq, D, n_split, way);
+    float m = -INFINITY;
+#pragma unroll 4
+    for (int i = way; i < n_split; i += ATTN_MERGE_WAYS) m = fmaxf(m, part[((size_t)i * Hq + h) * (D + 2)]);
     if (d == 0) sM[way] = m;
     __syncthreads();
     float M = sM[0];
 #pragma unroll
     for (int w = 1; w < ATTN_MERGE_WAYS; w++) M = fmaxf(M, sM[w]);
-    float L, o;
-    merge_sum(part, h, Hq, D, n_split, way, d, M, L, o);
+    float L = 0.0f, o = 0.0f;
+    if (M != -INFINITY)
+#pragma unroll 4
+        for (int i = way; i < n_split; i += ATTN_MERGE_WAYS) {
+            const float *pr = part + ((size_t)i * Hq + h) * (D + 2);
+            const float f = expf(pr[0] - M);
+            L += f * pr[1];
+            o += f * pr[2 + d];
+        }
     if (d == 0) sL[way] = L;
     so[way][d] = o;
     __syncthreads();
@@ -365,112 +338,6 @@ __global__ void k_attn_decode_merge_seqs(const attn_seqs<CAP> P, const float *__
     const cuda_attn_seq a = P.s[blockIdx.y];
     attn_merge(part + blockIdx.y * pstride, out + (size_t)a.row * Hq * D, blockIdx.x, Hq, D, n_splits(a.pos + 1));
 }
-
-/* The whole of attend_decode in one launch (cuda_attn_decode_fused): block (kvh, sp, z) of sequence z
- *  1. ropes the G query heads of kv head kvh into shared memory (when F.rpos: the rope pair the executor
- *     deferred, rope_pair as k_rope does it), and, if its split holds the new slot a.pos, the new key row
- *     of kvh too; that block stores the new K and V rows as f16 in the caches (k_store_rows_seqs' values)
- *     and the roped key back into kn (the rope is in place);
- *  2. runs attn_split over its chunk, the new slot's row taken from shared memory (the f16 values the
- *     cache now holds; another SM's cached copy of that line is never read back);
- *  3. counts itself done on F.cnt[z][kvh] (after a fence: its partials are visible); the last of the
- *     sequence's splits for kvh resets the counter for the next launch, writes the roped query heads back
- *     into q (every split of kvh has read them), merges the G heads at once as k_attn_decode_merge does each
- *     (the same per-way sums, merge_max / merge_sum, combined in way order: the same bits) and, when F.xq, writes
- *     their q8_1 units (K = Hq D; kvh's heads are whole units since D % 32 == 0) as cuda_quantize_q8_1
- *     would from out.
- * So a decode step's attention is one launch instead of five (rope pair, store, split, merge, quantize),
- * each value as the unfused sequence computes it. An experiment, off unless LLM170_CUDA_ATTN_FUSE=1: on an
- * H100 (2026-12-07) it took 26.9 us where the five launches took 16.2 (0.5B shape at position 256), the
- * last block's merge of G heads by 128 threads being a long chain of dependent L2 loads (docs/cuda.md). */
-template <int DL, int CAP>
-__global__ void __launch_bounds__(32 * ATTN_WARPS)
-    k_attn_decode_fused(const attn_seqs<CAP> P, float *q, float *kn, const float *__restrict__ vn,
-                        const int32_t *__restrict__ kpos, int Hkv, int G, float scale, int window, int64_t pstride,
-                        float *__restrict__ part, float *__restrict__ out, const cuda_attn_fuse F) {
-    pdl_enter();
-    constexpr int D = 32 * DL, W = ATTN_MERGE_WAYS;
-    __shared__ float fx[ATTN_MAX_G * D];              /* the roped query heads */
-    __shared__ float so[ATTN_WARPS * ATTN_MAX_G * D]; /* attn_split's; then the merge's [G][W][D] */
-    __shared__ float kx[D], vx[D];                    /* the new slot's K and V row of kvh */
-    __shared__ float sM[ATTN_MAX_G * W], sL[ATTN_MAX_G * W];
-    __shared__ bool last;
-    const cuda_attn_seq a = P.s[blockIdx.z];
-    const int S = a.pos + 1, ns = n_splits(S), chunk = (S + ns - 1) / ns, sp = blockIdx.y, kvh = blockIdx.x;
-    const int tid = threadIdx.x, Hq = Hkv * G;
-    if (sp >= ns) return;
-    const bool xs = sp == a.pos / chunk; /* this split holds the new slot */
-    float *qh = q + ((size_t)a.row * Hkv + kvh) * G * D, *kr = kn + ((size_t)a.row * Hkv + kvh) * D;
-    const float *vr = vn + ((size_t)a.row * Hkv + kvh) * D;
-    for (int i = tid; i < G * D; i += blockDim.x) fx[i] = qh[i];
-    if (xs)
-        for (int i = tid; i < D; i += blockDim.x) kx[i] = kr[i], vx[i] = vr[i];
-    __syncthreads();
-    if (F.rpos) {
-        const int rp = F.rpos[a.row], half = F.n_rot / 2;
-        for (int p = tid; p < (G + (xs ? 1 : 0)) * half; p += blockDim.x) {
-            const int g = p / half;
-            rope_pair(g < G ? fx + g * D : kx, p % half, rp, F.mode, F.n_rot, F.theta, F.freq_scale, F.factors);
-        }
-        __syncthreads();
-    }
-    if (xs) {
-        const size_t at = ((size_t)a.pos * Hkv + kvh) * D;
-        for (int i = tid; i < D; i += blockDim.x) {
-            const __half hk = __float2half_rn(kx[i]), hv = __float2half_rn(vx[i]);
-            ((__half *)a.k)[at + i] = hk, ((__half *)a.v)[at + i] = hv;
-            if (F.rpos) kr[i] = kx[i];
-            kx[i] = __half2float(hk), vx[i] = __half2float(hv);
-        }
-        __syncthreads();
-    }
-    float *pt = part + blockIdx.z * pstride;
-    attn_split<DL>(fx, (const __half *)a.k, (const __half *)a.v, a.pos, kpos, S, sp, Hkv, G, scale, window, chunk, pt,
-                   so, kx, vx, xs ? a.pos : -1);
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        unsigned int *c = F.cnt + (size_t)blockIdx.z * Hkv + kvh;
-        last = atomicAdd(c, 1u) == (unsigned int)ns - 1;
-        if (last) *c = 0;
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    if (F.rpos)
-        for (int i = tid; i < G * D; i += blockDim.x) qh[i] = fx[i];
-    /* the merge of the G heads at once, (head, way, d) as attn_merge's thread (way, d) of block h */
-    for (int p = tid; p < G * W; p += blockDim.x) sM[p] = merge_max(pt, kvh * G + p / W, Hq, D, ns, p % W);
-    __syncthreads();
-    for (int p = tid; p < G * W * D; p += blockDim.x) {
-        const int g = p / (W * D), way = p / D % W, d = p % D;
-        float M = sM[g * W];
-#pragma unroll
-        for (int w = 1; w < W; w++) M = fmaxf(M, sM[g * W + w]);
-        float L, o;
-        merge_sum(pt, kvh * G + g, Hq, D, ns, way, d, M, L, o);
-        so[p] = o;
-        if (d == 0) sL[g * W + way] = L;
-    }
-    __syncthreads();
-    float *orow = out + ((size_t)a.row * Hq + kvh * G) * D;
-    for (int p = tid; p < G * D; p += blockDim.x) {
-        const int g = p / D, d = p % D;
-        float L = sL[g * W], o = so[g * W * D + d];
-        for (int w = 1; w < W; w++) L += sL[g * W + w], o += so[(g * W + w) * D + d];
-        orow[p] = L > 0.0f ? o / L : 0.0f;
-    }
-    __syncthreads();
-    if (F.xq) { /* the q8_1 units of kvh's heads, read back from out (this block's writes, through L2) */
-        const int K = Hq * D, u0 = kvh * G * D / 32, lane = tid & 31;
-        const float *orow = out + (size_t)a.row * K;
-        for (int u = u0 + (tid >> 5); u < u0 + G * D / 32; u += ATTN_WARPS)
-            q8_1_unit(__ldcg(orow + (size_t)u * 32 + lane), F.xq + (size_t)a.row * K + (size_t)u * 32,
-                      F.ds + ((size_t)a.row * (K / 32) + u) * 2);
-    }
-}
-
-extern "C" int cuda_attn_decode_v2(void) { return attn_v2(); }
 
 extern "C" int64_t cuda_attn_decode_scratch(int S_max, int Hq, int D) {
     return (int64_t)n_splits(S_max) * Hq * (D + 2);
@@ -507,7 +374,7 @@ extern "C" int cuda_attn_decode(const float *q, const uint16_t *k, const uint16_
 template <int CAP>
 static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn, float *out,
                          const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window, float *scratch,
-                         int64_t scratch_n, const cuda_attn_fuse *F, cudaStream_t s) {
+                         int64_t scratch_n, cudaStream_t s) {
     attn_seqs<CAP> P;
     int S_max = 1;
     for (int i = 0; i < n; i++) {
@@ -518,22 +385,10 @@ static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const
     const int64_t pstride = cuda_attn_decode_scratch(S_max, Hq, D);
     if (pstride * n > scratch_n) return CUDA_KERR_ARGS;
     const int width = Hkv * D, G = Hq / Hkv;
-    const dim3 grid(Hkv, n_splits(S_max), n);
-    if (F) {
-        switch (D / 32) {
-#define ATTN_CASE(DL)                                                                                                  \
-    case DL:                                                                                                           \
-        kl(k_attn_decode_fused<DL, CAP>, grid, 32 * ATTN_WARPS, 0, s, P, (float *)q, (float *)kn, vn, kpos, Hkv, G,    \
-           scale, window, pstride, scratch, out, *F);                                                                  \
-        break;
-            ATTN_CASE(1) ATTN_CASE(2) ATTN_CASE(3) ATTN_CASE(4) ATTN_CASE(5) ATTN_CASE(6) ATTN_CASE(7) ATTN_CASE(8)
-#undef ATTN_CASE
-        }
-        return launch_status();
-    }
     kl(k_store_rows_seqs<CAP>, dim3((unsigned)((2 * width + 255) / 256), (unsigned)n), 256, 0, s, P, kn, vn, width);
     int rc = launch_status();
     if (rc) return rc;
+    dim3 grid(Hkv, n_splits(S_max), n);
     switch (D / 32) {
 #define ATTN_CASE(DL)                                                                                          \
     case DL:                                                                                                   \
@@ -552,41 +407,14 @@ static int attn_seqs_run(const cuda_attn_seq *seqs, int n, const float *q, const
     return launch_status();
 }
 
-static int attn_seqs_args(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn,
-                          const float *out, const int32_t *kpos, int Hq, int Hkv, int D, int window,
-                          const float *scratch) {
-    if (!seqs || n < 1 || n > CUDA_ATTN_SEQS_MAX || !q || !kn || !vn || !out || !kpos || !scratch || Hkv < 1 ||
-        Hq % Hkv || Hq / Hkv > ATTN_MAX_G || D % 32 || D < 32 || D > 256 || window < 0)
-        return CUDA_KERR_ARGS;
-    return CUDA_KERR_OK;
-}
-
-static int attn_seqs_cap(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn, float *out,
-                         const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window, float *scratch,
-                         int64_t scratch_n, const cuda_attn_fuse *F, cudaStream_t s) {
-    if (n == 1)
-        return attn_seqs_run<1>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch, scratch_n, F, s);
-    if (n <= 8)
-        return attn_seqs_run<8>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch, scratch_n, F, s);
-    return attn_seqs_run<CUDA_ATTN_SEQS_MAX>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch,
-                                             scratch_n, F, s);
-}
-
 extern "C" int cuda_attn_decode_seqs(const cuda_attn_seq *seqs, int n, const float *q, const float *kn, const float *vn,
                                      float *out, const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window,
                                      float *scratch, int64_t scratch_n, cudaStream_t s) {
-    const int rc = attn_seqs_args(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, window, scratch);
-    return rc ? rc
-              : attn_seqs_cap(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch, scratch_n, NULL, s);
-}
-
-extern "C" int cuda_attn_decode_fused(const cuda_attn_seq *seqs, int n, float *q, float *kn, const float *vn,
-                                      float *out, const int32_t *kpos, int Hq, int Hkv, int D, float scale, int window,
-                                      float *scratch, int64_t scratch_n, const cuda_attn_fuse *F, cudaStream_t s) {
-    const int rc = attn_seqs_args(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, window, scratch);
-    if (rc || !F || !F->cnt || (F->xq && !F->ds) ||
-        (F->rpos && (F->n_rot < 2 || F->n_rot > D || F->n_rot % 2 || (F->mode != ROPE_NORM && F->mode != ROPE_NEOX) ||
-                     !(F->theta > 0.0f))))
-        return rc ? rc : CUDA_KERR_ARGS;
-    return attn_seqs_cap(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch, scratch_n, F, s);
+    if (!seqs || n < 1 || n > CUDA_ATTN_SEQS_MAX || !q || !kn || !vn || !out || !kpos || !scratch || Hkv < 1 ||
+        Hq % Hkv || Hq / Hkv > ATTN_MAX_G || D % 32 || D < 32 || D > 256 || window < 0)
+        return CUDA_KERR_ARGS;
+    if (n == 1) return attn_seqs_run<1>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch, scratch_n, s);
+    if (n <= 8) return attn_seqs_run<8>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch, scratch_n, s);
+    return attn_seqs_run<CUDA_ATTN_SEQS_MAX>(seqs, n, q, kn, vn, out, kpos, Hq, Hkv, D, scale, window, scratch,
+                                             scratch_n, s);
 }

@@ -20,23 +20,6 @@ static __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-/* rope of one pair (i < n_rot / 2) of a head's row xh in place, as ref_rope forms the angle: pos * freq_scale
- * * theta^(-2i/n_rot) / factor, in float with powf, sincosf; NORM pairs (2i, 2i + 1), NEOX (i, i + n_rot / 2).
- * Shared by k_rope and the fused decode attention (attn_decode.cu), so both give the same bits. */
-static __device__ __forceinline__ void rope_pair(float *xh, int i, int pos, int mode, int n_rot, float theta,
-                                                 float freq_scale, const float *__restrict__ factors) {
-    const int half = n_rot / 2, stride = mode == ROPE_NORM ? 2 : 1, other = mode == ROPE_NORM ? 1 : half;
-    float freq = powf(theta, -2.0f * (float)i / (float)n_rot);
-    if (factors) freq = freq / factors[i];
-    const float ang = __fmul_rn(__fmul_rn((float)pos, freq_scale), freq);
-    float sn, c;
-    sincosf(ang, &sn, &c);
-    float *pa = xh + i * stride, *pb = pa + other;
-    const float a = *pa, b = *pb;
-    *pa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, sn));
-    *pb = __fadd_rn(__fmul_rn(a, sn), __fmul_rn(b, c));
-}
-
 /* q8_1 of one 32-value unit, value `lane` in each lane of the calling warp (all 32 lanes call it):
  * d = amax / 127, q = round(h / d) (0 when amax == 0), xq[lane] = q, ds2 = (d, d * sum(q)); IEEE division and
  * round-half-away, the operations of the host reference in the check */

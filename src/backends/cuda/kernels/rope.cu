@@ -12,8 +12,18 @@ __global__ void k_rope(float *x, const int32_t *__restrict__ pos, int H, int D, 
     if (x2 && row >= rows1) x = x2, H = H2, row -= rows1;
     const int t = row / H, half = n_rot / 2;
     float *xh = x + (size_t)row * D;
-    for (int i = threadIdx.x; i < half; i += blockDim.x)
-        rope_pair(xh, i, pos[t], mode, n_rot, theta, freq_scale, factors);
+    const int stride = mode == ROPE_NORM ? 2 : 1, other = mode == ROPE_NORM ? 1 : half;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float freq = powf(theta, -2.0f * (float)i / (float)n_rot);
+        if (factors) freq = freq / factors[i];
+        float ang = __fmul_rn(__fmul_rn((float)pos[t], freq_scale), freq);
+        float sn, c;
+        sincosf(ang, &sn, &c);
+        float *pa = xh + i * stride, *pb = pa + other;
+        float a = *pa, b = *pb;
+        *pa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, sn));
+        *pb = __fadd_rn(__fmul_rn(a, sn), __fmul_rn(b, c));
+    }
 }
 
 extern "C" int cuda_rope(float *x, const int32_t *pos, int T, int H, int D, const rope_params *rp,
