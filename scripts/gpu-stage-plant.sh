@@ -10,7 +10,7 @@
 #                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp |
 #                                            moe-combine-blocks | matmul-f-token | gemv-experts-row |
 #                                            gemv-lean-role | gemv-pipe-role | matmul-f-group |
-#                                            gemv-bias-member]
+#                                            gemv-bias-member | gemv-early-chunk]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -53,6 +53,10 @@
 # over one input" rows and the engine check's MoE models must fail.
 # gemv-bias-member: every member of a grouped GEMV adds member 0's output bias (cuda_qmat.bias): cuda-check's gemv
 # cases (their "bias" comparisons, members 1 and 2) and the conformance suite's add_bias-after-matmuls rows must fail.
+# gemv-early-chunk: k_gemv_lean's early form (13, the default below K 4096 or 24 Mi weights) goes on after its first
+# chunk from step CH - 1, not CH, so a lane with at least CH steps adds its step CH - 1 twice: cuda-check's forms
+# comparison must fail on the cases its filter names (K 4096 and 5120: every lane has >= 4 steps). Written
+# 2026-12-07 after the early forms' device call; not yet run on a device.
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}
