@@ -9,7 +9,7 @@ scripts/install-deps.sh
 # the compiler's output goes to a log, shown only if the build fails; only the binary is built here (the
 # tests, examples and libraries come with scripts/test.sh)
 mkdir -p .cache
-[ -x build/llm170 ] || echo "building llm170 (the first time takes a minute or two)" >&2
+[ -x build/llm170 ] || echo "building llm170 (the first time takes a few minutes on 2 cores; about 5 more where nvcc builds the CUDA kernels)" >&2
 if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)" --target llm170; } \
     >.cache/build.log 2>&1; then
   tail -40 .cache/build.log >&2
