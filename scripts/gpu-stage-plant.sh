@@ -53,8 +53,8 @@
 # over one input" rows and the engine check's MoE models must fail.
 # gemv-bias-member: every member of a grouped GEMV adds member 0's output bias (cuda_qmat.bias): cuda-check's gemv
 # cases (their "bias" comparisons, members 1 and 2) and the conformance suite's add_bias-after-matmuls rows must fail.
-# gemv-early-chunk: k_gemv_lean's early form (13, the default below K 4096 or 24 Mi weights) goes on after its first
-# chunk from step CH - 1, not CH, so a lane with at least CH steps adds its step CH - 1 twice: cuda-check's forms
+# gemv-early-chunk: k_gemv_lean (the default below K 4096 or 24 Mi weights) goes on after its early first chunk
+# from step CH - 1, not CH, so a lane with at least CH steps adds its step CH - 1 twice: cuda-check's forms
 # comparison must fail on the cases its filter names (K 4096 and 5120: every lane has >= 4 steps). Written
 # 2026-12-07 after the early forms' device call; not yet run on a device.
 set -eu

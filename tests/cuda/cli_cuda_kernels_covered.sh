@@ -18,11 +18,11 @@ for f in "$root"/src/backends/cuda/kernels/*.cu; do
   if grep -n '<<<' "$f"; then echo "$f: a kernel launched with <<< >>> (use kl(), cuda_common.cuh)"; missing=1; fi
   bad=$(perl -0777 -ne 'while (/__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\([^{]*\{\s*([^;]*;)/g) {
       print "$1\n" unless $2 eq "pdl_enter();" || $2 eq "pdl_weights_first();" }' "$f")
-  # a kernel that begins with pdl_weights_first(); (weights loaded before the wait) must still reach pdl_enter();
-  # before the next kernel of its file begins, besides the "if (!EARLY) pdl_enter();" of its plain form
+  # a kernel that begins with pdl_weights_first(); (weights loaded before the wait) must still reach pdl_enter(); as
+  # a statement of its own (not under an if) before the next kernel of its file begins
   bad+=" "$(perl -0777 -ne 'my @k = split /(?=__global__)/; for (@k) {
       next unless /^__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\([^{]*\{\s*pdl_weights_first\(\);/;
-      my $n = $1; s/if\s*\(\s*!\s*EARLY\s*\)\s*pdl_enter\(\);//g; print "$n\n" unless /\bpdl_enter\(\);/ }' "$f")
+      print "$1\n" unless /[;{}]\s*pdl_enter\(\);/ }' "$f")
   for k in $bad; do echo "$f: kernel $k does not begin with pdl_enter(); (or with pdl_weights_first(); and reach pdl_enter(); later)"; missing=1; done
 done
 n=$(grep -c . <<<"$kernels")

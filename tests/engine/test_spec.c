@@ -160,8 +160,10 @@ static void exact(const char *what, llm170_model *m, llm170_spec_params p, llm17
         }
     }
     CHECKF(bad == 0, "%s: %d runs differ from plain decoding", what, bad);
+    char ks[32] = "";
+    for (int ki = 0; ki < N_K; ki++) snprintf(ks + strlen(ks), sizeof ks - strlen(ks), "%s%d", ki ? "," : "", k_list[ki]);
     printf("%s: %d prompts x k=%s%s: %d runs differ from plain; %lld rounds, %lld of %lld drafts kept\n", what,
-           n_prompts, N_K == 8 ? "1..8" : "1,2,5,8", use_oracle ? "" : " + sampled", bad, (long long)sum->rounds, (long long)sum->accepted,
+           n_prompts, ks, use_oracle ? "" : " + sampled", bad, (long long)sum->rounds, (long long)sum->accepted,
            (long long)sum->drafted);
 }
 

@@ -500,8 +500,7 @@ static void launch_type(const cuda_qmat *W, int nW, const int8_t *xq, const floa
 
 /* form: the T = 1 kernel (0 k_gemv_q, 2 / 4 / 8 k_gemv_stream with that many rows a group, 11 / 12 / 14
  * k_gemv_lean with 1 / 2 / 4 rows a warp, 122 / 142 k_gemv_pipe with 2 / 4 rows a warp and 2 items in flight,
- * 13 / 125 the forms 12 / 122 with their first weights loaded before the PDL wait, -1 the default below); T > 1
- * takes k_gemv_q whatever the form */
+ * -1 the default below); T > 1 takes k_gemv_q whatever the form */
 static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int T,
                     const gemv_experts *ex, cudaStream_t s, int form = -1) {
     if (!W || nW < 1 || nW > GEMV_GROUP || !xq || !ds || T < 1 || (T > 8 && (nW > 1 || ex)) ||
@@ -521,9 +520,9 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
      * lean's on the 27B shape and 1.01x on the 8B but 0.99x on the 35B-A3B, whose K 4096 x N 2048 projections
      * run faster on the lean kernel alone, 3.65 against 4.19 us; with the size rule the 35B-A3B ties and the
      * others gain 1.007-1.015x more); k_gemv_q for the routed experts (an experts form of the lean kernel took
-     * 0.87-1.13x its time there). Both in their early forms (125, 13: the first weights in flight before the PDL
-     * wait; docs/cuda.md "A GEMV's first weights before the wait": tg128 1.01-1.06x on an H100) */
-    if (form < 0) form = ex ? 0 : W->K >= 4096 && W->N * W->K * nW >= (int64_t)24 << 20 ? 125 : 13;
+     * 0.87-1.13x its time there). Both load their first weights before the PDL wait (docs/cuda.md "A GEMV's first
+     * weights before the wait": tg128 1.01-1.06x on an H100) */
+    if (form < 0) form = ex ? 0 : W->K >= 4096 && W->N * W->K * nW >= (int64_t)24 << 20 ? 122 : 12;
     if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form, s);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     const int rc = gemv_by_type(W->type, [&](auto t) {

@@ -280,11 +280,10 @@ static __device__ __forceinline__ void lean_finish(const gemv_mats &P, unsigned 
 /* Blocks of GEMV_MAX_WARPS warps, a warp a row group of R rows (row group g = blockIdx.x * warps + warp over
  * the members' groups, gemv_mats_of with R rows a "block"); NRL roles (4 for K >= 4096, else 1); CH steps a
  * chunk (a multiple of NRL: the role of step k is then its place in the chunk). */
-template <enum qtype TYPE, int R, int NRL, int CH, bool EARLY>
+template <enum qtype TYPE, int R, int NRL, int CH>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_lean(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K) {
-    pdl_weights_first(); /* EARLY: the first chunk's weights are loaded before pdl_enter() */
-    if (!EARLY) pdl_enter();
+    pdl_weights_first(); /* the first chunk's weights are loaded before pdl_enter() */
     static_assert(CH % NRL == 0, "a chunk holds whole rounds of the roles");
     constexpr int NV = R * NRL;
     static_assert(NV == pow2_ceil<NV>::v && NV <= 32, "R * NRL: a power of two <= 32");
@@ -302,16 +301,15 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     float acc[NV];
 #pragma unroll
     for (int i = 0; i < NV; i++) acc[i] = 0.0f;
-    int k0 = 0;
-    if (EARLY) { /* the first chunk: its weights in flight while the kernel before this one finishes */
+    { /* the first chunk: its weights in flight while the kernel before this one finishes */
         lean_raw<TYPE> w[CH][R];
         if (CH <= steps) lean_chunk_load<TYPE, R, CH, true>(qp, hp, mp, c, 0, steps, w);
         else lean_chunk_load<TYPE, R, CH, false>(qp, hp, mp, c, 0, steps, w);
         pdl_enter();
         if (CH <= steps) lean_chunk_terms<TYPE, R, NRL, CH, true>(xq, ds, c, 0, steps, w, acc);
         else lean_chunk_terms<TYPE, R, NRL, CH, false>(xq, ds, c, 0, steps, w, acc);
-        k0 = CH;
     }
+    int k0 = CH;
     for (; k0 + CH <= steps; k0 += CH) lean_chunk<TYPE, R, NRL, CH, true>(qp, hp, mp, xq, ds, c, k0, steps, acc);
     if (k0 < steps) lean_chunk<TYPE, R, NRL, CH, false>(qp, hp, mp, xq, ds, c, k0, steps, acc);
     lean_finish<R, NRL>(P, m, row0, acc, lane);
@@ -340,18 +338,17 @@ static __device__ __forceinline__ void pipe_load(const gemv_mats &P, int U, int 
  * their loads 61% of their cycles, the issue slots 27% busy, DRAM 53% of peak, and the time follows the SM
  * clock, not the memory's. The same terms into the same accumulators in the same order as k_gemv_lean (step
  * k of a row group to role k % NRL, a lane's steps past its units skipped), so the same bits. */
-template <enum qtype TYPE, int R, int NRL, int D, bool EARLY>
+template <enum qtype TYPE, int R, int NRL, int D>
 __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     k_gemv_pipe(const gemv_mats P, const int8_t *__restrict__ xq, const float2 *__restrict__ ds, int K) {
-    pdl_weights_first(); /* EARLY: the first D items' weights are loaded before pdl_enter() */
-    if (!EARLY) pdl_enter();
+    pdl_weights_first(); /* the first D items' weights are loaded before pdl_enter() */
     constexpr int NV = R * NRL;
     static_assert(NV == pow2_ceil<NV>::v && NV <= 32, "R * NRL: a power of two <= 32");
     const int lane = threadIdx.x & 31;
     const unsigned W = gridDim.x * GEMV_MAX_WARPS, G = P.b[P.n];
     const unsigned g0 = blockIdx.x * GEMV_MAX_WARPS + (threadIdx.x >> 5);
     const int U = K / 32, S = (U + 31) / 32, steps = (U - lane + 31) / 32;
-    if (g0 >= G) return; /* no barrier in this kernel (EARLY: such a warp reads nothing) */
+    if (g0 >= G) return; /* no barrier in this kernel; such a warp reads nothing */
     const int total = (int)((G - 1 - g0) / W + 1) * S; /* this warp's items */
     const lean_lane c = lean_lane_of(lane);
     xq += (size_t)lane * 32;
@@ -368,7 +365,7 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
         if (i >= total) break;
         pipe_load<TYPE, R>(P, U, S, steps, W, G, lane, c, qp, hp, mp, lg, lk, w[i]);
     }
-    if (EARLY) pdl_enter();
+    pdl_enter();
     float acc[NV];
 #pragma unroll
     for (int i = 0; i < NV; i++) acc[i] = 0.0f;
@@ -401,46 +398,46 @@ __global__ void __launch_bounds__(32 * GEMV_MAX_WARPS)
     }
 }
 
-template <enum qtype TYPE, int R, int NRL, int CH, bool EARLY>
+template <enum qtype TYPE, int R, int NRL, int CH>
 static int launch_lean(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                        cudaStream_t s) {
     const gemv_mats P = gemv_mats_of(W, nW, y, res, R); /* "blocks" of R rows: a warp's row group */
     const unsigned groups = P.b[nW], grid = (groups + GEMV_MAX_WARPS - 1) / GEMV_MAX_WARPS;
-    kl(k_gemv_lean<TYPE, R, NRL, CH, EARLY>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
+    kl(k_gemv_lean<TYPE, R, NRL, CH>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
     return launch_status();
 }
 
 /* roles from K alone (k_gemv_q's warps a row group); steps a chunk so that a lane has ~8 units in flight */
-template <enum qtype TYPE, int R, bool EARLY = false>
+template <enum qtype TYPE, int R>
 static int launch_lean_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                          cudaStream_t s) {
     constexpr int CH = R == 1 ? 8 : 4;
-    if (W->K / 32 >= 128) return launch_lean<TYPE, R, 4, 4, EARLY>(W, nW, xq, ds, y, res, s);
-    return launch_lean<TYPE, R, 1, CH, EARLY>(W, nW, xq, ds, y, res, s);
+    if (W->K / 32 >= 128) return launch_lean<TYPE, R, 4, 4>(W, nW, xq, ds, y, res, s);
+    return launch_lean<TYPE, R, 1, CH>(W, nW, xq, ds, y, res, s);
 }
 
 /* The grid: at most the blocks that fit at once (a persistent grid), sized so that every warp takes the same
  * number of row groups: rounds of the full grid, then as many warps as that many rounds need (the full grid left
  * its last round partly empty: ncu on the H100, Q4_K K5120 N17408, SMs active 80% of the kernel's cycles; this
  * grid: alone 0.98-1.0x the time, tg128 1.004-1.006x, docs/benchmarks.md). A row's bits do not depend on it. */
-template <enum qtype TYPE, int R, int NRL, int D, bool EARLY>
+template <enum qtype TYPE, int R, int NRL, int D>
 static int launch_pipe(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                        cudaStream_t s) {
     const gemv_mats P = gemv_mats_of(W, nW, y, res, R);
-    const unsigned cap = gemv_capacity<k_gemv_pipe<TYPE, R, NRL, D, EARLY>>();
+    const unsigned cap = gemv_capacity<k_gemv_pipe<TYPE, R, NRL, D>>();
     if (!cap) return CUDA_KERR_LAUNCH;
     const unsigned groups = P.b[nW], cap_w = cap * GEMV_MAX_WARPS;
     const unsigned rounds = (groups + cap_w - 1) / cap_w, warps = (groups + rounds - 1) / rounds;
     const unsigned grid = (warps + GEMV_MAX_WARPS - 1) / GEMV_MAX_WARPS;
-    kl(k_gemv_pipe<TYPE, R, NRL, D, EARLY>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
+    kl(k_gemv_pipe<TYPE, R, NRL, D>, grid, 32 * GEMV_MAX_WARPS, 0, s, P, xq, (const float2 *)ds, (int)W->K);
     return launch_status();
 }
 
-template <enum qtype TYPE, int R, int D, bool EARLY = false>
+template <enum qtype TYPE, int R, int D>
 static int launch_pipe_r(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res,
                          cudaStream_t s) {
-    if (W->K / 32 >= 128) return launch_pipe<TYPE, R, 4, D, EARLY>(W, nW, xq, ds, y, res, s);
-    return launch_pipe<TYPE, R, 1, D, EARLY>(W, nW, xq, ds, y, res, s);
+    if (W->K / 32 >= 128) return launch_pipe<TYPE, R, 4, D>(W, nW, xq, ds, y, res, s);
+    return launch_pipe<TYPE, R, 1, D>(W, nW, xq, ds, y, res, s);
 }
 
 template <enum qtype TYPE>
@@ -452,16 +449,13 @@ static int launch_lean_type(const cuda_qmat *W, int nW, const int8_t *xq, const 
     case 14: return launch_lean_r<TYPE, 4>(W, nW, xq, ds, y, res, s);
     case 122: return launch_pipe_r<TYPE, 2, 2>(W, nW, xq, ds, y, res, s);
     case 142: return launch_pipe_r<TYPE, 4, 2>(W, nW, xq, ds, y, res, s);
-    case 125: return launch_pipe_r<TYPE, 2, 2, true>(W, nW, xq, ds, y, res, s);
-    case 13: return launch_lean_r<TYPE, 2, true>(W, nW, xq, ds, y, res, s);
     default: return CUDA_KERR_ARGS;
     }
 }
 
 /* Preconditions are gemv_run's (gemv.cu), which calls this only for T = 1. form (cuda_gemv_q1_form's numbers):
  * 11, 12, 14 k_gemv_lean with 1, 2, 4 rows a warp; 122, 142 k_gemv_pipe with 2, 4 rows a warp and 2 items in
- * flight; 13 / 125 the forms 12 / 122 with their first weights loaded before the PDL wait (the defaults); others
- * CUDA_KERR_ARGS */
+ * flight (each with its first weights loaded before the PDL wait); others CUDA_KERR_ARGS */
 int gemv_lean_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *ds, float *const *y, float *res, int form,
                   cudaStream_t s) {
     return gemv_by_type(W->type, [&](auto t) { return launch_lean_type<t.value>(W, nW, xq, ds, y, res, form, s); });
