@@ -514,15 +514,17 @@ static int gemv_run(const cuda_qmat *W, int nW, const int8_t *xq, const float *d
             ((uintptr_t)w->qs & 15) || (gemv_hi_bytes(w->type) && !w->hi))
             return CUDA_KERR_ARGS;
     }
-    /* the default at T = 1 without experts: k_gemv_pipe with 2 rows a warp and 2 items in flight where K >= 4096
-     * (4 roles) and the launch's matrices hold >= 24 Mi weights (member 0's N x K x members), k_gemv_lean with 2
-     * rows a warp else (docs/cuda.md "The pipelined T = 1 GEMV": the pipe everywhere K >= 4096 gave tg128 1.03x
-     * lean's on the 27B shape and 1.01x on the 8B but 0.99x on the 35B-A3B, whose K 4096 x N 2048 projections
-     * run faster on the lean kernel alone, 3.65 against 4.19 us; with the size rule the 35B-A3B ties and the
-     * others gain 1.007-1.015x more); k_gemv_q for the routed experts (an experts form of the lean kernel took
+    /* the default at T = 1 without experts: k_gemv_pipe with 2 rows a warp and 2 items in flight where the
+     * launch's matrices hold >= 24 Mi weights (member 0's N x K x members), k_gemv_lean with 2 rows a warp else
+     * (docs/cuda.md "The pipelined T = 1 GEMV": the pipe everywhere K >= 4096 gave tg128 1.03x lean's on the 27B
+     * shape and 1.01x on the 8B but 0.99x on the 35B-A3B, whose K 4096 x N 2048 projections run faster on the
+     * lean kernel alone, 3.65 against 4.19 us; with the size rule the 35B-A3B ties and the others gain
+     * 1.007-1.015x more. Until 2026-12-07 the pipe also wanted K >= 4096; without it the wide lm_heads of small K
+     * take it too, the 0.5B's K 896 x N 151936 alone 28.0 against 40.0 us, its tg128 GPU time a step 0.96x,
+     * H100, docs/benchmarks.md); k_gemv_q for the routed experts (an experts form of the lean kernel took
      * 0.87-1.13x its time there). Both load their first weights before the PDL wait (docs/cuda.md "A GEMV's first
      * weights before the wait": tg128 1.01-1.06x on an H100) */
-    if (form < 0) form = ex ? 0 : W->K >= 4096 && W->N * W->K * nW >= (int64_t)24 << 20 ? 122 : 12;
+    if (form < 0) form = ex ? 0 : W->N * W->K * nW >= (int64_t)24 << 20 ? 122 : 12;
     if (T == 1 && !ex && form > 10) return gemv_lean_run(W, nW, xq, ds, y, res, form, s);
     if (T == 1 && !ex && form) return gemv_stream_run(W, nW, xq, ds, y, res, form, s);
     const int rc = gemv_by_type(W->type, [&](auto t) {

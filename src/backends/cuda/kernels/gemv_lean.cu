@@ -24,8 +24,8 @@
  *
  * k_gemv_pipe (below) streams the same terms through a persistent grid with the loads of the next items in flight
  * across chunk and row-group ends: ncu later showed the lean kernel waiting on its loads (issue slots 27% busy),
- * not issue-bound, at 2 rows a warp. gemv_run takes it where K >= 4096 and this kernel below (docs/cuda.md, "The
- * pipelined T = 1 GEMV"). */
+ * not issue-bound, at 2 rows a warp. gemv_run takes it where a launch holds >= 24 Mi weights and this kernel
+ * below (docs/cuda.md, "The pipelined T = 1 GEMV"). */
 #include <stdint.h>
 
 #include "backends/cuda/kernels/gemv_common.cuh"
