@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call (issue 12): the Hopper wgmma product (kernels/gemm_wgmma.cu) against main's mma.sync two-pass
-# product, in a binary of branch wgmma built for 80-real;90a-real and staged by scripts/gpu-stage.sh:
+# product, in a binary of branch wgmma built with -DLLM170_CUDA_ARCHS=90a-real (80-real;90a-real bundles too big for
+# the call's 64 MiB beside the tree) and staged by scripts/gpu-stage.sh:
 #  (a) the gemm_wgmma cases (every one; a failed case prints its wrong outputs and their pattern), then timed,
 #      and the mma.sync "2-pass" cases for comparison;
 #  (b) the engine check (12 small models, CPU against the GPU) under LLM170_TMP_WGMMA=1 (its prompts are 100
