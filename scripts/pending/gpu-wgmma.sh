@@ -9,12 +9,15 @@
 #  (c) per shape (/dev/shm/SHAPE.gguf if present, else a synth q4_k_m): a 600-token prompt's greedy stream and
 #      top logprobs under both products (not the same bits: the same stream expected, logprobs close), then
 #      pp512 and pp4096, main's product against LLM170_TMP_WGMMA=1, alternating, 2 rounds.
-# Summary in $OUT/summary.txt. Usage: SHAPES="llama-8b qwen35-27b" bash $0
+# Summary in $OUT/summary.txt. Usage: [STEPS=checks|models] [SHAPES="llama-8b qwen35-27b"] bash $0 (STEPS: (a) and (b)
+# only, or (c) only: both together may pass a call's 10 minutes; default both).
 set -u
 . scripts/gpu-devbin.sh
 S=$OUT/summary.txt
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee "$S"
 st() { local n=$1 to=$2; shift 2; timeout -k 5 "$to" "$@" > "$OUT/$n.txt" 2>&1; echo "[$n] rc=$?" | tee -a "$S"; }
+STEPS=${STEPS:-checks,models}
+if [[ $STEPS == *checks* ]]; then
 st check 300 "${B[@]}" cuda-check --filter gemm_wgmma
 grep -E "^(gemm_wgmma|  )|cases" "$OUT/check.txt" | cut -c1-330 >> "$S"
 st bench 420 "${B[@]}" cuda-check --bench --filter "n128 pbench,n256 pbench"
@@ -23,6 +26,8 @@ st bench2p 120 "${B[@]}" cuda-check --bench --filter "2-pass"
 grep -E "^gemm|cases" "$OUT/bench2p.txt" | cut -c1-200 >> "$S"
 st engine 300 env LLM170_TMP_WGMMA=1 "${B[@]}" cuda-check --engine --dir "$OUT" -t 8
 grep -E "FAIL|engine check|cuda graphs" "$OUT/engine.txt" | cut -c1-200 >> "$S"
+fi
+[[ $STEPS == *models* ]] || SHAPES=" "
 toks=$(python3 -c 'print(",".join(str((i * 7919 + 13) % 1000 + 10) for i in range(600)))')
 for shape in ${SHAPES:-llama-8b qwen35-27b}; do
   f=/dev/shm/$shape.gguf
