@@ -12,7 +12,7 @@
 #                                            gemv-lean-role | gemv-pipe-role | matmul-f-group |
 #                                            gemv-bias-member | gemv-early-chunk]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
-# -DLLM170_CUDA_ARCHS=90-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
+# -DLLM170_CUDA_ARCHS=90a-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
 # exists, so every graph after the first replays the first pass's token ids and positions: the engine
 # check's "graph = nograph bit for bit" comparison must fail from the second greedy step on.

@@ -1,5 +1,6 @@
 /* check_prefill: conformance cases of the prefill kernels (owner: the CUDA prefill helper): the table, and
- * the matrix products (kernels/gemm_q.cu). Attention and GDN cases are in check_prefill_seq.c.
+ * the matrix products (kernels/gemm_q.cu). Attention and GDN cases are in check_prefill_seq.c, the grouped
+ * expert product's in check_prefill_moe.c, the Hopper wgmma product's in check_prefill_wgmma.c.
  *
  * gemm cases. Inputs: weights from quant_random_blocks (RMS 0.02), activations N(0, 1). The GPU computes
  * sum_k bf16(x_k) bf16(w_k) in f32, with w = to_float of the block (cuda_dequant_bf16 shows that this
@@ -266,6 +267,36 @@ MOE_CASE(mb_down_512, QT_Q6_K, 256, 2048, 512, 512, 8, true, true)
 MOE_CASE(mb_gate_4096, QT_Q4_K, 256, 512, 2048, 4096, 8, false, true)
 MOE_CASE(mb_down_4096, QT_Q6_K, 256, 2048, 512, 4096, 8, true, true)
 
+#define WGMMA_CASE(fn, N, K, T, bn, big)                                                                       \
+    static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
+        return pf_wgmma_case(T, N, K, bn, big, seed, bench, r, e);                                            \
+    }
+/* small (both tiles, every output): T = 1 and 63 (less than a consumer warpgroup's 64 rows), 200 and 260
+ * (not multiples of the 128-token tile); N = 328 and 4104 (not multiples of 128 or 256); K = 64 (one k step:
+ * the pipeline's edge), 1088 (17 steps: the ring of 4 or 6 stages wraps unevenly), 4096 */
+WGMMA_CASE(w_t1, 328, 64, 1, 0, false)
+WGMMA_CASE(w_t63, 4104, 1088, 63, 0, false)
+WGMMA_CASE(w_t200, 328, 4096, 200, 0, false)
+WGMMA_CASE(w_t260, 4104, 1088, 260, 0, false)
+WGMMA_CASE(w_t260_k64, 328, 64, 260, 0, false)
+/* bench: the two-pass shapes (llama 8B q/o, gate/up, down, k/v; qwen35 27B gate/up), both tiles */
+WGMMA_CASE(wb_up_512_256, 14336, 4096, 512, 256, true)
+WGMMA_CASE(wb_up_512_128, 14336, 4096, 512, 128, true)
+WGMMA_CASE(wb_up_4096_256, 14336, 4096, 4096, 256, true)
+WGMMA_CASE(wb_up_4096_128, 14336, 4096, 4096, 128, true)
+WGMMA_CASE(wb_4k_512_128, 4096, 4096, 512, 128, true)
+WGMMA_CASE(wb_4k_512_256, 4096, 4096, 512, 256, true)
+WGMMA_CASE(wb_4k_4096_128, 4096, 4096, 4096, 128, true)
+WGMMA_CASE(wb_4k_4096_256, 4096, 4096, 4096, 256, true)
+WGMMA_CASE(wb_dn_512_128, 4096, 14336, 512, 128, true)
+WGMMA_CASE(wb_dn_512_256, 4096, 14336, 512, 256, true)
+WGMMA_CASE(wb_dn_4096_128, 4096, 14336, 4096, 128, true)
+WGMMA_CASE(wb_dn_4096_256, 4096, 14336, 4096, 256, true)
+WGMMA_CASE(wb_27f_512_256, 17408, 5120, 512, 256, true)
+WGMMA_CASE(wb_27f_512_128, 17408, 5120, 512, 128, true)
+WGMMA_CASE(wb_kv_512_128, 1024, 4096, 512, 128, true)
+WGMMA_CASE(wb_kv_512_256, 1024, 4096, 512, 256, true)
+
 #define ATTN_CASE(fn, D, Hq, Hkv, T, pos0, window, big)                                                        \
     static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
         return pf_attn_case(D, Hq, Hkv, T, pos0, window, big, seed, bench, r, e);                             \
@@ -289,7 +320,7 @@ GDN_CASE(d_short, 1, 2, 37, false, false)
 GDN_CASE(db_27b_4096, 16, 48, 4096, false, true)
 
 /* covers: gemm_q_kernel gq_split_sum dequant_bf16_kernel f32_to_bf16_kernel fa_prefill_kernel moe_group_kernel
- * covers: gdn_chunk_prep_kernel gdn_chunk_scan_kernel */
+ * covers: gdn_chunk_prep_kernel gdn_chunk_scan_kernel gemm_wgmma_kernel */
 const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm", "q4_0 328x1088 T=200", g_q4_0},
     {"gemm", "q4_1 328x1088 T=200", g_q4_1},
@@ -301,6 +332,11 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm", "q4_k 130x512 T=1", g_q4_k_t1},
     {"gemm", "q4_k 16896x256 T=260", g_q4_k_wide},
     {"gemm", "q6_k 16896x256 T=260", g_q6_k_wide},
+    {"gemm_wgmma", "bf16 328x64 T=1", w_t1},
+    {"gemm_wgmma", "bf16 4104x1088 T=63", w_t63},
+    {"gemm_wgmma", "bf16 328x4096 T=200", w_t200},
+    {"gemm_wgmma", "bf16 4104x1088 T=260", w_t260},
+    {"gemm_wgmma", "bf16 328x64 T=260", w_t260_k64},
     {"gemm_experts", "q4_0 8x130x1088 100 tokens x 3", m_q4_0},
     {"gemm_experts", "q4_1 8x130x1088 100 tokens x 3 per slot", m_q4_1},
     {"gemm_experts", "q5_0 8x130x1088 100 tokens x 3", m_q5_0},
@@ -333,6 +369,22 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm", "q4_k 17408x5120 T=4096 pbench", b_q4k_27f_4096},
     {"gemm", "q4_k 5120x17408 T=4096 pbench", b_q4k_27d_4096},
     {"gemm", "q5_k 10240x5120 T=4096 pbench", b_q5k_27g_4096},
+    {"gemm_wgmma", "bf16 14336x4096 T=512 n256 pbench", wb_up_512_256},
+    {"gemm_wgmma", "bf16 14336x4096 T=512 n128 pbench", wb_up_512_128},
+    {"gemm_wgmma", "bf16 14336x4096 T=4096 n256 pbench", wb_up_4096_256},
+    {"gemm_wgmma", "bf16 14336x4096 T=4096 n128 pbench", wb_up_4096_128},
+    {"gemm_wgmma", "bf16 4096x4096 T=512 n128 pbench", wb_4k_512_128},
+    {"gemm_wgmma", "bf16 4096x4096 T=512 n256 pbench", wb_4k_512_256},
+    {"gemm_wgmma", "bf16 4096x4096 T=4096 n128 pbench", wb_4k_4096_128},
+    {"gemm_wgmma", "bf16 4096x4096 T=4096 n256 pbench", wb_4k_4096_256},
+    {"gemm_wgmma", "bf16 4096x14336 T=512 n128 pbench", wb_dn_512_128},
+    {"gemm_wgmma", "bf16 4096x14336 T=512 n256 pbench", wb_dn_512_256},
+    {"gemm_wgmma", "bf16 4096x14336 T=4096 n128 pbench", wb_dn_4096_128},
+    {"gemm_wgmma", "bf16 4096x14336 T=4096 n256 pbench", wb_dn_4096_256},
+    {"gemm_wgmma", "bf16 17408x5120 T=512 n256 pbench", wb_27f_512_256},
+    {"gemm_wgmma", "bf16 17408x5120 T=512 n128 pbench", wb_27f_512_128},
+    {"gemm_wgmma", "bf16 1024x4096 T=512 n128 pbench", wb_kv_512_128},
+    {"gemm_wgmma", "bf16 1024x4096 T=512 n256 pbench", wb_kv_512_256},
     {"gemm_experts", "q4_k 256x512x2048 512 tokens x 8 pbench", mb_gate_512},
     {"gemm_experts", "q6_k 256x2048x512 512 tokens x 8 per slot pbench", mb_down_512},
     {"gemm_experts", "q4_k 256x512x2048 4096 tokens x 8 pbench", mb_gate_4096},

@@ -1,6 +1,6 @@
 /* check_prefill: the prefill conformance cases (owner: the CUDA prefill helper), split over
- * check_prefill.c (the table, matrix products), check_prefill_moe.c (the grouped expert product) and
- * check_prefill_seq.c (attention, Gated DeltaNet).
+ * check_prefill.c (the table, matrix products), check_prefill_moe.c (the grouped expert product),
+ * check_prefill_wgmma.c (the Hopper wgmma product) and check_prefill_seq.c (attention, Gated DeltaNet).
  * Internal to the CUDA checks: the shared helpers of those two files. */
 #ifndef LLM170_BACKENDS_CUDA_CHECK_PREFILL_H
 #define LLM170_BACKENDS_CUDA_CHECK_PREFILL_H
@@ -24,6 +24,9 @@ double pf_gemm_score(const float *x, const float *w, int K, float y, double *sig
 
 int pf_moe_case(int type, int E, int N, int K, int tokens, int topk, bool per_slot, bool big, uint64_t seed,
                 bool bench, cuda_check_result *r, err *e);
+/* the wgmma product (check_prefill_wgmma.c): every output of both tiles (small), or the tile bn sampled and
+ * timed (big) */
+int pf_wgmma_case(int T, int N, int K, int bn, bool big, uint64_t seed, bool bench, cuda_check_result *r, err *e);
 int pf_attn_case(int D, int Hq, int Hkv, int T, int pos0, int window, bool big, uint64_t seed, bool bench,
                  cuda_check_result *r, err *e);
 int pf_gdn_case(int Hk, int Hv, int T, bool grouped, bool big, uint64_t seed, bool bench, cuda_check_result *r,
