@@ -10,7 +10,8 @@
 #                                            gdn-conv-first-reader | moe-tail-res | gemv-stream-ulp |
 #                                            moe-combine-blocks | matmul-f-token | gemv-experts-row |
 #                                            gemv-lean-role | gemv-pipe-role | matmul-f-group |
-#                                            gemv-bias-member | gemv-early-chunk]
+#                                            gemv-bias-member | gemv-early-chunk |
+#                                            wgmma-k-order]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90a-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -56,7 +57,9 @@
 # gemv-early-chunk: k_gemv_lean (the default below K 4096 or 24 Mi weights) goes on after its early first chunk
 # from step CH - 1, not CH, so a lane with at least CH steps adds its step CH - 1 twice: cuda-check's forms
 # comparison must fail on the cases its filter names (K 4096 and 5120: every lane has >= 4 steps). Written
-# 2026-12-07 after the early forms' device call; not yet run on a device.
+# 2026-12-07 after the early forms' device call; failed both cases on an H100 (2026-12-07 16:10).
+# wgmma-k-order: gemm_wgmma's consumers pair the X tile's k16 steps 0 <-> 1 and 2 <-> 3 with W's 0, 1, 2, 3 (the
+# A descriptor's K advance wrong): cuda-check's gemm_wgmma cases its filter names must fail (on an sm_90a device).
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

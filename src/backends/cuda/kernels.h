@@ -257,14 +257,14 @@ int cuda_gemm_q_experts(int type, const void *W, int E, const uint16_t *X, int x
 /* --- the two-pass product on Hopper's warpgroup tensor cores (kernels/gemm_wgmma.cu) ---
  * Y[T][N] f32 = X[T][K] . W[N][K]^T with X and W bf16 (W: cuda_dequant_bf16's scratch), as cuda_gemm_bf16,
  * through wgmma (sm_90a) on 128-token x 128- or 256-row tiles fed by the copy engine (TMA). Every output is
- * the same sequence of wgmmas over K whatever T (no split-K), so chunked prefill keeps its bits; the bits
- * differ from cuda_gemm_bf16's in the last place for some outputs (the order of additions inside a wgmma
- * is the hardware's), within the same error bound. X and W 16-byte aligned, Y 8-byte aligned; K % 64 == 0,
- * N even (CUDA_KERR_ARGS otherwise); CUDA_KERR_UNSUPPORTED where cuda_gemm_wgmma_available() is 0. Any
- * T >= 1. Issue 12; not yet the executor's default (LLM170_TMP_WGMMA, docs/architecture.md). */
+ * the same sequence of wgmmas over K whatever T and tile (no split-K), so chunked prefill keeps its bits,
+ * and they are cuda_gemm_bf16's bits wherever that one does not split K (measured on an H100; the check
+ * requires it). X and W 16-byte aligned, Y 8-byte aligned; K % 64 == 0, N even (CUDA_KERR_ARGS otherwise);
+ * CUDA_KERR_UNSUPPORTED where cuda_gemm_wgmma_available() is 0. Any T >= 1. The executor's two-pass product
+ * on sm_90a since 2026-12-07 (cuda_backend.c mm_gemm). */
 /* 1 when the current device is cc 9.0 (H100, H200) and this binary has sm_90a code */
 int cuda_gemm_wgmma_available(void);
-/* the tile's weight rows chosen from N alone (256 for N >= 12288, else 128) */
+/* the tile's weight rows (128 or 256) chosen from T and N by the waves they make (gemm_wgmma.cu wg_bn) */
 int cuda_gemm_bf16_wgmma(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K, cudaStream_t s);
 /* the same with the tile named: BN = 128 or 256 (the checks run both) */
 int cuda_gemm_bf16_wgmma_tile(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K, int BN,

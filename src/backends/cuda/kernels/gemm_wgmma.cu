@@ -34,12 +34,12 @@
  * row wherever the swizzle put them (the same rule the copy engine wrote by).
  *
  * Bits: every output is the sum over K of the same sequence of wgmmas (k16 steps in order, from zero)
- * whatever T and the tile position (no split-K, nothing depends on T), so a prompt prefilled in chunks of
- * any size gets the bits of one pass (the check launches a 64-token chunk alone). Inside one k16 step the
- * order of accumulation is the hardware's, so Y differs from cuda_gemm_bf16's in the last bits of some
- * outputs (same error bound). BN = 128 and 256 are different instructions: whether they give the same
- * bits is reported by the check, and until it is known the tile choice reads N only.
- *
+ * whatever T and the tile position (no split-K), so a prompt prefilled in chunks of any size gets the bits of
+ * one pass (the check launches 64-token chunks alone). Measured on an H100 (2026-12-07, ~10^8 outputs of 21
+ * cases): the n128 and n256 tiles give the same bits, and so does cuda_gemm_bf16 (mma.sync m16n8k16: the
+ * same k16 accumulation) wherever that one does not split K; the check fails if either ever differs, since
+ * the executor relies on both (the tile read from T as well as N below; this kernel for >= 256 rows and
+ * mma.sync below, chunks of a prompt on either side of that line).
  * Built only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL): the sm_80 (and plain sm_90) kernel body traps, and
  * cuda_gemm_wgmma_available() says 0 unless the device is cc 9.0 and this binary has sm_90a code
  * (LLM170_CUDA_SM90A from CMake). The tensor maps are encoded on the host by cuTensorMapEncodeTiled,
@@ -264,10 +264,26 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 
 /* ---- launchers ---- */
 
-/* the tile width: a rule of N only, never T, so that a token's bits do not depend on the pass around it:
- * 256 for the wide matrices (a gate / up projection: enough tiles even at 512 tokens), else 128 (a 4096-row
- * matrix at 512 tokens is 128 tiles of 128 x 128: about one per SM of an H200) */
-static int wg_bn(int N) { return N >= 12288 ? 256 : 128; }
+/* the tile width: 256 weight rows unless its last wave would leave more of the machine idle than 128 rows'
+ * waves would, counting the 256-row tile's higher throughput a tile as 1.15x (H100, 2026-12-07: 631 against
+ * 520 TFLOP/s on 14336 x 4096 at 4096 tokens, 1.21x; at 1.2 the 27B's 17408 x 5120 at 512 tokens ties,
+ * where n128 measured faster). So n256 for the wide matrices and long prompts, n128 where a
+ * 512-token prompt makes few tiles (4096 x 4096: 28.1 against 42.1 us; 17408 x 5120: 163 against 175). Both
+ * tiles give the same bits (the check requires it), so reading T here keeps chunked prefill exact. */
+static int wg_bn(int T, int N) {
+    static int sms;
+    if (!sms) {
+        int dev = 0, n = 0;
+        if (cudaGetDevice(&dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0)
+            sms = n;
+        else
+            return 128;
+    }
+    const long mt = (T + WG_BM - 1) / WG_BM, t256 = mt * ((N + 255) / 256), t128 = mt * ((N + 127) / 128);
+    const double f256 = (double)t256 / ((t256 + sms - 1) / sms * sms), f128 = (double)t128 / ((t128 + sms - 1) / sms * sms);
+    return f256 * 1.15 >= f128 ? 256 : 128;
+}
 
 /* the driver's tensor-map encoder (the 12.0 ABI), NULL where the driver lacks it; asked once */
 static PFN_cuTensorMapEncodeTiled_v12000 wg_encoder(void) {
@@ -352,5 +368,5 @@ extern "C" int cuda_gemm_bf16_wgmma_tile(const uint16_t *W, const uint16_t *X, f
 
 extern "C" int cuda_gemm_bf16_wgmma(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K,
                                     cudaStream_t s) {
-    return cuda_gemm_bf16_wgmma_tile(W, X, Y, T, N, K, wg_bn(N), s);
+    return cuda_gemm_bf16_wgmma_tile(W, X, Y, T, N, K, wg_bn(T, N), s);
 }
