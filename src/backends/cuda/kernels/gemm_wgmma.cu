@@ -271,14 +271,14 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
  * 512-token prompt makes few tiles (4096 x 4096: 28.1 against 42.1 us; 17408 x 5120: 163 against 175). Both
  * tiles give the same bits (the check requires it), so reading T here keeps chunked prefill exact. */
 static int wg_bn(int T, int N) {
-    static int sms;
+    static int sms_seen; /* the first device's multiprocessors (contexts may launch from several threads) */
+    int sms = __atomic_load_n(&sms_seen, __ATOMIC_RELAXED);
     if (!sms) {
-        int dev = 0, n = 0;
-        if (cudaGetDevice(&dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0)
-            sms = n;
-        else
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
             return 128;
+        __atomic_store_n(&sms_seen, sms, __ATOMIC_RELAXED);
     }
     const long mt = (T + WG_BM - 1) / WG_BM, t256 = mt * ((N + 255) / 256), t128 = mt * ((N + 127) / 128);
     const double f256 = (double)t256 / ((t256 + sms - 1) / sms * sms), f128 = (double)t128 / ((t128 + sms - 1) / sms * sms);
