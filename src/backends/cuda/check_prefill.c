@@ -71,16 +71,24 @@ int64_t pf_bits_differ(const float *a, const float *b, int64_t n) {
 }
 
 /* the error model above, per output (check_prefill.h) */
-double pf_gemm_score(const float *x, const float *w, int K, float y, double *sig, double *abs_err) {
-    double ref = 0, mag = 0, ref32 = 0, sq = 0;
+double pf_gemm_ref(const float *x, const float *w, int K, double *bound) {
+    double ref = 0, mag = 0;
     for (int k = 0; k < K; k++) {
-        double xb = bf16_to_f32(bf16_from_f32(x[k])), wb = bf16_to_f32(bf16_from_f32(w[k]));
-        ref += xb * wb;
-        mag += fabs(xb * wb);
+        const double p = (double)bf16_to_f32(bf16_from_f32(x[k])) * bf16_to_f32(bf16_from_f32(w[k]));
+        ref += p;
+        mag += fabs(p);
+    }
+    *bound = K * 0x1p-23 * mag + 1e-30;
+    return ref;
+}
+
+double pf_gemm_score(const float *x, const float *w, int K, float y, double *sig, double *abs_err) {
+    double bound, ref32 = 0, sq = 0;
+    const double ref = pf_gemm_ref(x, w, K, &bound);
+    for (int k = 0; k < K; k++) {
         ref32 += (double)x[k] * w[k];
         sq += (double)x[k] * w[k] * x[k] * w[k];
     }
-    double bound = K * 0x1p-23 * mag + 1e-30;
     *sig = fabs(y - ref32) / (0x1p-8 * sqrt(sq) + 1e-30);
     *abs_err = fabs(y - ref);
     return fabs(y - ref) / bound;

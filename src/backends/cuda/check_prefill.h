@@ -18,6 +18,9 @@ void pf_normal(rng *r, float *x, int64_t n, float scale);
 
 /* how many of n floats of a differ from b in any bit */
 int64_t pf_bits_differ(const float *a, const float *b, int64_t n);
+/* the error model of every bf16 product case: sum_k bf16(x_k) bf16(w_k) in double, and its bound
+ * K 2^-23 sum |bf16(x_k) bf16(w_k)| (the f32 accumulation's, per output) */
+double pf_gemm_ref(const float *x, const float *w, int K, double *bound);
 /* one GEMM output y of x . w (K values) against the error model of check_prefill.c: |y - ref| / bound, and
  * the deviation from the f32 product in sigmas into *sig, |y - ref| into *abs_err */
 double pf_gemm_score(const float *x, const float *w, int K, float y, double *sig, double *abs_err);

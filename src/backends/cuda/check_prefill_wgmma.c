@@ -73,18 +73,6 @@ static int wg_once(const wg_ctx *c, int t0, int T, int bn, float *y, err *e) {
     return rc;
 }
 
-/* the exact x . w over K (bf16 values held as floats) and its bound K 2^-23 sum |x w| */
-static double wg_ref(const float *x, const float *w, int K, double *bound) {
-    double ref = 0, mag = 0;
-    for (int k = 0; k < K; k++) {
-        const double p = (double)x[k] * w[k];
-        ref += p;
-        mag += fabs(p);
-    }
-    *bound = K * 0x1p-23 * mag + 1e-30;
-    return ref;
-}
-
 /* What tells a layout bug from a precision one, printed for a tile that failed: how many outputs are wrong;
  * masks of the block-tile rows (t % 128: consumer warpgroup t % 128 / 64, warp t % 64 / 16, lane row t % 8)
  * and column groups ((n % 256) / 8, and n % 8 inside the 8 columns of an accumulator fragment) that hold
@@ -200,7 +188,7 @@ int pf_wgmma_case(int T, int N, int K, int bn, bool big, uint64_t seed, bool ben
     for (int64_t i = 0; i < n_out; i++) {
         if (big) ts[i] = (int)(rng_u64(&r) % (uint64_t)T), ns[i] = (int)(rng_u64(&r) % (uint64_t)N);
         const int t = big ? ts[i] : (int)(i / N), n = big ? ns[i] : (int)(i % N);
-        ref[i] = wg_ref(X + (size_t)t * K, W + (size_t)n * K, K, &bound[i]);
+        ref[i] = pf_gemm_ref(X + (size_t)t * K, W + (size_t)n * K, K, &bound[i]);
     }
     double worst = 0, worst_abs = 0;
     int64_t ch0 = -1, ch1 = -1, tiles_differ = -1, mma_differ = -1;

@@ -83,14 +83,14 @@ static_assert(wg_desc(0x400) + 2 == wg_desc(0x420), "a k16 step (32 bytes) adds 
 constexpr uint32_t wg_swz(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
 /* The K advance, checked at compile time: value k of k16 step j in row r, as a descriptor starting 32 j
  * bytes into the tile reads it (row r at (r / 8) * 1024 + (r % 8) * 128, the value 2 k bytes on, then the
- * swizzle of that address), is where the copy engine wrote value 16 j + k of row r (chunk c of row r at
- * chunk c ^ (r & 7): pf_swz's layout). */
+ * swizzle of that address), is where the copy engine wrote value 16 j + k of row r (pf_swz's layout: chunk c
+ * of row r at chunk c ^ (r & 7)). */
 constexpr bool wg_k_advance_ok(void) {
     for (uint32_t r = 0; r < 16; r++)
         for (uint32_t j = 0; j < WG_BK / 16; j++)
             for (uint32_t k = 0; k < 16; k++) {
                 const uint32_t v = 16 * j + k, read = wg_swz(32 * j + (r / 8) * 1024 + (r % 8) * 128 + 2 * k);
-                if (read != r * 128 + (((v / 8) ^ (r & 7)) << 4) + 2 * (v % 8)) return false;
+                if (read != pf_swz((int)r, (int)(v / 8)) + 2 * (v % 8)) return false;
             }
     return true;
 }

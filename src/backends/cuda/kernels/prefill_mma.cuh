@@ -18,7 +18,7 @@
 static inline int pf_launched(void) { return cudaGetLastError() == cudaSuccess ? CUDA_KERR_OK : CUDA_KERR_LAUNCH; }
 
 /* byte offset of 16-byte chunk c (0..7) of row r in a swizzled 128-byte-row tile */
-__device__ __forceinline__ uint32_t pf_swz(int r, int c) { return (uint32_t)(r * 128 + ((c ^ (r & 7)) << 4)); }
+__host__ __device__ __forceinline__ constexpr uint32_t pf_swz(int r, int c) { return (uint32_t)(r * 128 + ((c ^ (r & 7)) << 4)); }
 
 __device__ __forceinline__ uint32_t pf_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
