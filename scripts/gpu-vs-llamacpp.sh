@@ -13,12 +13,25 @@
 # the warm machine between consecutive calls (it is given back after ~30 s idle: call again at once).
 # "build bench" does both in one call (~4.5 min for the build).
 # For each shape (`llm170 synth --preset SHAPE --type q4_k_m`, written once and read by both engines):
-#   pp512 and tg128 at depth 0, tg128 at depth 4096 (llama-bench -fa 1 -ngl 99; llm170 bench -d);
+#   pp512, pp4096 and tg128 at depth 0, tg128 at depth 4096 (llama-bench -fa 1 -ngl 99; llm170 bench -d);
 #   batched decode of 8 and 64 sequences, 512 prompt tokens each, 128 steps (llama-batched-bench S_TG;
 #   llm170 bench -p 0 -d 512 -np S). Set NPL="8" to skip 64 on the big shapes.
 # Everything is appended to $OUT/log.txt (the machine returns at most 8 files); a table is printed last.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = --stage-bin ]; then # run here: llama.cpp built HERE for sm_90 (BUILD: its build folder), packed
+  # into .devllama/llama-bin.tar.xz (git-ignored; carried: [".devllama"]), which 'build' below unpacks instead of
+  # building there (~4.5 min of device time saved). Built as 'build' does, plus -DGGML_NATIVE=OFF (AVX2 / FMA /
+  # F16C named) since this machine's CPU is not the GPU machine's.
+  b=${2:?usage: $0 --stage-bin LLAMA_BUILD_DIR}
+  [ -x "$b/bin/llama-bench" ] && [ -x "$b/bin/llama-batched-bench" ] || { echo "no llama-bench in $b/bin" >&2; exit 1; }
+  rm -rf .devllama && mkdir -p .devllama
+  (cd "$b/bin" && strip llama-bench llama-batched-bench lib*.so* 2>/dev/null
+   tar cf - llama-bench llama-batched-bench lib*.so*) | xz -9 -T2 > .devllama/llama-bin.tar.xz
+  cp "$0" .devllama/
+  du -sh .devllama
+  exit 0
+fi
 if [ "${1:-}" = --stage ]; then # run here, from the repository root
   src=.cache/llamacpp/src-0.3.36/vendor/llama.cpp
   [ -d "$src" ] || { echo "no $src: run scripts/llamacpp-build.sh first (it unpacks the sdist)" >&2; exit 1; }
@@ -47,6 +60,11 @@ LL=$PWD/build-llama
 if [ "${1:-}" = build ]; then
   shift
   t0=$(date +%s)
+  if [ ! -x "$LL/bin/llama-bench" ] && [ -f .devllama/llama-bin.tar.xz ]; then # built here (--stage-bin)
+    mkdir -p "$LL/bin" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2], filter="data")' \
+      .devllama/llama-bin.tar.xz "$LL/bin" && chmod +x "$LL/bin/llama-bench" "$LL/bin/llama-batched-bench"
+    echo "llama.cpp: the build staged with --stage-bin unpacked" | tee -a "$LOG"
+  fi
   if [ ! -x "$LL/bin/llama-bench" ]; then
     rm -rf .cache/llsrc && mkdir -p .cache/llsrc && tar xJf .devbin/llama-trim.tar.xz -C .cache/llsrc || exit 1
     cmake -S .cache/llsrc/llama.cpp -B "$LL" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
@@ -83,16 +101,19 @@ step() { # label timeout command...: appends to the log; prints the output on st
 # the t/s mean of a markdown row whose test column matches $1 (llama-bench and llm170 bench print alike)
 tps() { awk -F'|' -v t="$1" 'NF > 3 {g=$(NF-2); gsub(/^ +| +$/, "", g); if (g == t) {split($(NF-1), a, " "); print a[1]; exit}}'; }
 for shape in $SHAPES; do
-  f=/tmp/$shape.gguf
-  step "synth $shape" 300 "${B[@]}" synth --preset "$shape" --type q4_k_m --out "$f" > /dev/null
+  f=/dev/shm/$shape.gguf # an earlier call on this warm machine (gpu-prefill-prof.sh, gpu-mmq.sh) may have made it
+  [ -s "$f" ] || step "synth $shape" 300 "${B[@]}" synth --preset "$shape" --type q4_k_m --out "$f" > /dev/null
   [ -f "$f" ] || continue
   size=$(stat -c %s "$f")
   o=$(step "llm170 $shape pp/tg" 300 "${B[@]}" bench --model "$f" --device cuda -p 512 -n 128 -r "$REPS")
   R[$shape,pp512,us]=$(tps pp512 <<< "$o"); R[$shape,tg128,us]=$(tps tg128 <<< "$o")
+  o=$(step "llm170 $shape pp4096" 300 "${B[@]}" bench --model "$f" --device cuda -p 4096 -n 0 -r "$REPS")
+  R[$shape,pp4096,us]=$(tps pp4096 <<< "$o")
   o=$(step "llm170 $shape tg @ d4096" 300 "${B[@]}" bench --model "$f" --device cuda -p 0 -n 128 -d 4096 -r "$REPS")
   R[$shape,tg128d4096,us]=$(tps "tg128 @ d4096" <<< "$o")
-  o=$(step "llama-bench $shape" 400 "${LB[@]}" -m "$f" -p 512 -n 128 -d 0,4096 -fa 1 -ngl 99 -r "$REPS" -o md)
+  o=$(step "llama-bench $shape" 400 "${LB[@]}" -m "$f" -p 512,4096 -n 128 -d 0,4096 -fa 1 -ngl 99 -r "$REPS" -o md)
   R[$shape,pp512,ll]=$(tps pp512 <<< "$o"); R[$shape,tg128,ll]=$(tps tg128 <<< "$o")
+  R[$shape,pp4096,ll]=$(tps pp4096 <<< "$o")
   R[$shape,tg128d4096,ll]=$(tps "tg128 @ d4096" <<< "$o")
   for np in $NPL; do
     o=$(step "llm170 $shape x$np" 300 "${B[@]}" bench --model "$f" --device cuda -p 0 -n 128 -d 512 -np "$np" -r 1)
@@ -102,7 +123,6 @@ for shape in $SHAPES; do
     # its table: | PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |
     R[$shape,x$np,ll]=$(awk -F'|' -v b="$np" '{x=$4; gsub(/ /, "", x)} x == b && NF > 10 {gsub(/ /, "", $9); print $9; exit}' <<< "$o")
   done
-  rm -f "$f"
   R[$shape,size]=$size
 done
 echo
@@ -114,7 +134,7 @@ echo "| shape (q4_k_m synth) | file GB | test | llm170 t/s | llama.cpp t/s | rat
 echo "|---|---|---|---|---|---|---|---|"
 for shape in $SHAPES; do
   size=${R[$shape,size]:-0}
-  for t in pp512 tg128 tg128d4096 $(for np in $NPL; do echo "x$np"; done); do
+  for t in pp512 pp4096 tg128 tg128d4096 $(for np in $NPL; do echo "x$np"; done); do
     u=${R[$shape,$t,us]:-}; l=${R[$shape,$t,ll]:-}
     ratio=$(awk -v u="$u" -v l="$l" 'BEGIN {if (u > 0 && l > 0) printf "%.2f", u / l; else print "-"}')
     # a MoE step reads its routed experts only, not the file: no GB/s from the file's size
