@@ -11,7 +11,7 @@
 #                                            moe-combine-blocks | matmul-f-token | gemv-experts-row |
 #                                            gemv-lean-role | gemv-pipe-role | matmul-f-group |
 #                                            gemv-bias-member | gemv-early-chunk |
-#                                            wgmma-k-order]
+#                                            wgmma-k-order | mmq-slot-scale]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90a-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -60,6 +60,9 @@
 # 2026-12-07 after the early forms' device call; failed both cases on an H100 (2026-12-07 16:10).
 # wgmma-k-order: gemm_wgmma's consumers pair the X tile's k16 steps 0 <-> 1 and 2 <-> 3 with W's 0, 1, 2, 3 (the
 # A descriptor's K advance wrong): cuda-check's gemm_wgmma cases its filter names must fail (on an sm_90a device).
+# mmq-slot-scale: the int8 expert GEMM (kernels/mmq.cu, LLM170_TMP_MMQ=1: its .env) scales the second slot of each
+# lane's pair with the first slot's q8_1 unit scale: cuda-check's mmq_experts cases must fail (host-model bits and
+# the bound) and so must the engine check's MoE models. Written 2026-12-07 with the kernel; not yet run on a device.
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

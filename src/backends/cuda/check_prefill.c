@@ -304,6 +304,25 @@ WGMMA_CASE(wb_27f_512_256, 17408, 5120, 512, 256, true)
 WGMMA_CASE(wb_27f_512_128, 17408, 5120, 512, 128, true)
 WGMMA_CASE(wb_kv_512_128, 1024, 4096, 512, 128, true)
 WGMMA_CASE(wb_kv_512_256, 1024, 4096, 512, 256, true)
+#define MMQ_CASE(fn, type, E, N, K, tokens, topk, per_slot, big)                                                  \
+    static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
+        return pf_mmq_case(type, E, N, K, tokens, topk, per_slot, big, seed, bench, r, e);                    \
+    }
+/* the int8 tensor-core form (check_prefill_mmq.c). Small: 303 slots (odd), experts of 0, 1 and 70 slots and a
+ * planted unrouted slot, N not a multiple of the 64-row block, K 256 .. 2048 (1 to 8 k steps) */
+MMQ_CASE(q_q4_k, QT_Q4_K, 8, 80, 2048, 101, 3, false, false)
+MMQ_CASE(q_q6_k, QT_Q6_K, 8, 336, 512, 101, 3, true, false)
+MMQ_CASE(q_q5_k, QT_Q5_K, 8, 130, 1280, 101, 3, false, false)
+MMQ_CASE(q_q4_0, QT_Q4_0, 8, 80, 256, 101, 3, true, false)
+MMQ_CASE(q_q8_0, QT_Q8_0, 8, 72, 768, 101, 3, false, false)
+MMQ_CASE(q_q4_1, QT_Q4_1, 8, 50, 1024, 101, 3, true, false)
+MMQ_CASE(q_q5_0, QT_Q5_0, 8, 96, 512, 101, 3, false, false)
+/* bench: the 35B-A3B's experts as mb_* above (its down projections are Q6_K or Q4_K by layer) */
+MMQ_CASE(qb_gate_512, QT_Q4_K, 256, 512, 2048, 512, 8, false, true)
+MMQ_CASE(qb_down_512, QT_Q6_K, 256, 2048, 512, 512, 8, true, true)
+MMQ_CASE(qb_down4_512, QT_Q4_K, 256, 2048, 512, 512, 8, true, true)
+MMQ_CASE(qb_gate_4096, QT_Q4_K, 256, 512, 2048, 4096, 8, false, true)
+MMQ_CASE(qb_down_4096, QT_Q6_K, 256, 2048, 512, 4096, 8, true, true)
 
 #define ATTN_CASE(fn, D, Hq, Hkv, T, pos0, window, big)                                                        \
     static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
@@ -352,6 +371,13 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm_experts", "q4_k 8x130x1280 100 tokens x 3", m_q4_k},
     {"gemm_experts", "q5_k 8x130x1280 100 tokens x 3 per slot", m_q5_k},
     {"gemm_experts", "q6_k 8x130x1280 100 tokens x 3", m_q6_k},
+    {"mmq_experts", "q4_k 8x80x2048 101 tokens x 3", q_q4_k},
+    {"mmq_experts", "q6_k 8x336x512 101 tokens x 3 per slot", q_q6_k},
+    {"mmq_experts", "q5_k 8x130x1280 101 tokens x 3", q_q5_k},
+    {"mmq_experts", "q4_0 8x80x256 101 tokens x 3 per slot", q_q4_0},
+    {"mmq_experts", "q8_0 8x72x768 101 tokens x 3", q_q8_0},
+    {"mmq_experts", "q4_1 8x50x1024 101 tokens x 3 per slot", q_q4_1},
+    {"mmq_experts", "q5_0 8x96x512 101 tokens x 3", q_q5_0},
     {"flash_attn_prefill", "D=128 Hq=8/2 T=200", a_128},
     {"flash_attn_prefill", "D=64 Hq=4/4 T=130 pos0=70", a_64_prefix},
     {"flash_attn_prefill", "D=256 Hq=8/2 T=300 win=100", a_256_win},
@@ -397,6 +423,11 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"gemm_experts", "q6_k 256x2048x512 512 tokens x 8 per slot pbench", mb_down_512},
     {"gemm_experts", "q4_k 256x512x2048 4096 tokens x 8 pbench", mb_gate_4096},
     {"gemm_experts", "q6_k 256x2048x512 4096 tokens x 8 per slot pbench", mb_down_4096},
+    {"mmq_experts", "q4_k 256x512x2048 512 tokens x 8 pbench", qb_gate_512},
+    {"mmq_experts", "q6_k 256x2048x512 512 tokens x 8 per slot pbench", qb_down_512},
+    {"mmq_experts", "q4_k 256x2048x512 512 tokens x 8 per slot pbench", qb_down4_512},
+    {"mmq_experts", "q4_k 256x512x2048 4096 tokens x 8 pbench", qb_gate_4096},
+    {"mmq_experts", "q6_k 256x2048x512 4096 tokens x 8 per slot pbench", qb_down_4096},
     {"flash_attn_prefill", "D=128 Hq=32/8 T=4096 pbench", ab_8b_4096},
     {"flash_attn_prefill", "D=256 Hq=24/4 T=4096 pbench", ab_27b_4096},
     {"flash_attn_prefill", "D=128 Hq=32/8 T=1024 pos0=31744 pbench", ab_8b_32k_tail},

@@ -36,22 +36,22 @@ typedef struct moe_ctx {
 static int moe_launch(void *vctx, int i, cudaStream_t s) {
     (void)i;
     const moe_ctx *c = vctx;
-    if (cuda_moe_group(c->sel, c->slots, c->E, c->g, s)) return ERR_IO;
+    if (cuda_moe_group(c->sel, c->slots, c->E, CUDA_MOE_TILE, c->g, s)) return ERR_IO;
     return cuda_gemm_q_experts(c->type, c->W, c->E, c->Xb, c->xdiv, c->g, c->Y, c->slots, c->N, c->K, s) ? ERR_IO : 0;
 }
 
-/* the table g of n slots against sel: 0 when it is what cuda_moe_group promises, else the first fault */
-static const char *moe_table_fault(const int32_t *g, const int32_t *sel, int n, int E) {
+/* check_prefill.h */
+const char *pf_moe_table_fault(const int32_t *g, const int32_t *sel, int n, int E, int bm) {
     const int nt = g[n];
     const int32_t *tiles = g + n + 1;
     int valid = 0, pos = 0;
     for (int s = 0; s < n; s++) valid += sel[s] >= 0 && sel[s] < E;
-    if (nt < 0 || nt > cuda_moe_tiles_max(n, E)) return "tile count out of range";
+    if (nt < 0 || nt > cuda_moe_tiles_max(n, E, bm)) return "tile count out of range";
     char *seen = calloc((size_t)n, 1);
     const char *fault = seen ? NULL : "out of host memory";
     for (int t = 0; t < nt && !fault; t++) {
         const int e = tiles[3 * t], first = tiles[3 * t + 1], count = tiles[3 * t + 2];
-        if (e < 0 || e >= E || first != pos || count < 1 || count > 64 || first + count > valid) fault = "a tile out of order or size";
+        if (e < 0 || e >= E || first != pos || count < 1 || count > bm || first + count > valid) fault = "a tile out of order or size";
         for (int i = first; !fault && i < first + count; i++) {
             const int slot = g[i];
             if (slot < 0 || slot >= n || sel[slot] != e || seen[slot]++) fault = "a slot in the wrong tile or twice";
@@ -70,7 +70,7 @@ int pf_moe_case(int type, int E, int N, int K, int tokens, int topk, bool per_sl
     if (!ops || !ops->to_float || !qi) return err_set(e, ERR_UNSUPPORTED, "no CPU dequantizer for this type");
     const int slots = tokens * topk, n_in = per_slot ? slots : tokens, xdiv = per_slot ? 1 : topk;
     const size_t row_bytes = qtype_row_bytes((enum qtype)type, K), w_bytes = row_bytes * (size_t)N * (size_t)E;
-    const int64_t g_n = cuda_moe_group_ints(slots, E);
+    const int64_t g_n = cuda_moe_group_ints(slots, E, CUDA_MOE_TILE);
     rng r;
     rng_seed(&r, seed);
     uint8_t *Wh = malloc(w_bytes);
@@ -115,7 +115,7 @@ int pf_moe_case(int type, int E, int N, int K, int tokens, int topk, bool per_sl
     if (!rc) rc = cu_download(g, c.g, sizeof(int32_t) * (size_t)g_n, e);
     if (rc) goto done;
 
-    const char *fault = moe_table_fault(g, sel, slots, E);
+    const char *fault = pf_moe_table_fault(g, sel, slots, E, CUDA_MOE_TILE);
     double worst = 0, worst_sig = 0, worst_abs = 0, sig, ab;
     const int checks = big ? MOE_SAMPLES : slots * N;
     for (int i = 0; i < checks; i++) {

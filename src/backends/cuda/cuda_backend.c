@@ -292,6 +292,40 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
     wrote(c, y, (int64_t)T * cw->N);
 }
 
+/* TEMPORARY (one device call's A/B, issue 12; removed or made the default after it): LLM170_TMP_MMQ=1 takes
+ * the grouped expert product of the types kernels/mmq.cu handles to int8 tensor cores over q8_1 rows */
+static bool tmp_mmq(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("LLM170_TMP_MMQ");
+        v = e && *e == '1';
+    }
+    return v;
+}
+
+/* experts_gemm on int8 tensor cores (kernels/mmq.cu): the pass's input rows quantized to q8_1 (once for gate
+ * and up: quantize_in keeps them), the slots grouped in tiles of cuda_mmq_tile slots */
+static void experts_mmq(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
+                        float *y, int r0, int r1) {
+    cuda_exec *c = cx_of(x);
+    const cuda_weight *cw = w->data;
+    const int slots = (r1 - r0) * K, row0 = in_per_slot ? r0 * K : r0, n_all = in_per_slot ? c->pr.T * K : c->pr.T;
+    const int bm = cuda_mmq_tile(slots, (int)cw->E);
+    if (quantize_in(x, in, n_all, cw->K, "matmul_experts", w->name)) return;
+    cx_prof_mark(x, "moe_group", w->name);
+    if (cx_kfail(x, cuda_moe_group(sel + (int64_t)r0 * K, slots, (int)cw->E, bm, c->moe_g, c->st), "matmul_experts",
+                 w->name))
+        return;
+    cuda_qmat q = cw->q;
+    q.N = cw->N; /* rows an expert; the planes hold all E of them */
+    cx_prof_mark(x, "mmq_experts", w->name);
+    const int64_t U = cw->K / 32;
+    cx_kfail(x,
+             cuda_mmq_experts(&q, (int)cw->E, c->xq + (int64_t)row0 * cw->K, c->ds + (int64_t)row0 * U * 2,
+                              in_per_slot ? 1 : K, c->moe_g, bm, y + (int64_t)r0 * K * cw->N, slots, c->st),
+             "matmul_experts", w->name);
+}
+
 /* The routed slots of pass rows [r0, r1) through the grouped expert product (kernels/gemm_q.cu): their
  * inputs rounded to bf16, the slots grouped by expert on the device, each expert's weights read once per 64
  * of its slots. */
@@ -300,9 +334,13 @@ static void experts_gemm(exec *x, const weight *w, const int32_t *sel, int K, co
     cuda_exec *c = cx_of(x);
     const cuda_weight *cw = w->data;
     const int slots = (r1 - r0) * K, n_in = in_per_slot ? slots : r1 - r0, row0 = in_per_slot ? r0 * K : r0;
-    if (cuda_moe_group_ints(slots, (int)cw->E) > c->moe_g_n) { /* sized from the plan: not reached */
+    if (cuda_moe_group_ints(slots, (int)cw->E, CUDA_MMQ_TILE_MIN) > c->moe_g_n) { /* sized from the plan: not reached */
         exec_fail(x, ERR_RANGE, "matmul_experts '%s': %d routed slots need more grouping scratch than planned", w->name,
                   slots);
+        return;
+    }
+    if (tmp_mmq() && cw->planes && cuda_mmq_experts_supports((int)cw->type, cw->K)) {
+        experts_mmq(x, w, sel, K, in, in_per_slot, y, r0, r1);
         return;
     }
     cx_prof_mark(x, "to_bf16", NULL);
@@ -310,8 +348,8 @@ static void experts_gemm(exec *x, const weight *w, const int32_t *sel, int K, co
                  "matmul_experts", w->name))
         return;
     cx_prof_mark(x, "moe_group", w->name);
-    if (cx_kfail(x, cuda_moe_group(sel + (int64_t)r0 * K, slots, (int)cw->E, c->moe_g, c->st), "matmul_experts",
-                 w->name))
+    if (cx_kfail(x, cuda_moe_group(sel + (int64_t)r0 * K, slots, (int)cw->E, CUDA_MOE_TILE, c->moe_g, c->st),
+                 "matmul_experts", w->name))
         return;
     cx_prof_mark(x, "gemm_experts", w->name);
     cx_kfail(x, cuda_gemm_q_experts((int)cw->type, cw->raw, (int)cw->E, c->xb, in_per_slot ? 1 : K, c->moe_g,
@@ -576,7 +614,8 @@ static exec *cd_exec_new(backend *b, const exec_plan *plan, err *e) {
         if (c->attn_seqs > maxT) c->attn_seqs = maxT;
     }
     /* the grouped expert product's table (experts_gemm): every routed slot of a pass of GEMM rows, any E */
-    if (plan->moe_k > 0 && R > CUDA_GEMV_MAX_ROWS) c->moe_g_n = cuda_moe_group_ints((int)RK, (int)RK);
+    if (plan->moe_k > 0 && R > CUDA_GEMV_MAX_ROWS)
+        c->moe_g_n = cuda_moe_group_ints((int)RK, (int)RK, CUDA_MMQ_TILE_MIN); /* tiles of either kernel */
     if (plan->gdn_dk == 128 && plan->gdn_dv == 128 && plan->gdn_hv > 0 && maxT > 1)
         c->gdn_n = cuda_gdn_chunk_scratch(maxT, plan->gdn_hv);
     struct { void **p; size_t n; } want[] = {

@@ -244,14 +244,15 @@ int cuda_dequant_bf16(int type, const void *W, uint16_t *Wd, int N, int K, cudaS
 int cuda_gemm_bf16(const uint16_t *W, const uint16_t *X, float *Y, float *part, int T, int N, int K, cudaStream_t s);
 /* The grouped expert product (MoE prefill): Y[slot][N] = X[slot / xdiv] . W[sel[slot]]^T for every routed
  * slot, W the E experts' N x K matrices back to back in GGUF blocks (16-byte aligned base), X bf16. First
- * cuda_moe_group builds g (cuda_moe_group_ints(n_slots, E) ints: the slots by expert and a table of tiles of
- * up to 64 slots of one expert) from sel on the device; then cuda_gemm_q_experts runs the tiles (each reads
- * its expert's weights once), no split-K. A slot's bits depend on its own row and expert only, not on the
- * other slots or their order. A slot whose expert is outside [0, E) is not written. E <= 8192; at most
- * 65535 tiles (cuda_moe_tiles_max). */
-int64_t cuda_moe_tiles_max(int n_slots, int E);
-int64_t cuda_moe_group_ints(int n_slots, int E);
-int cuda_moe_group(const int32_t *sel, int n_slots, int E, int32_t *g, cudaStream_t s);
+ * cuda_moe_group builds g (cuda_moe_group_ints(n_slots, E, bm) ints: the slots by expert and a table of
+ * tiles of up to bm slots of one expert) from sel on the device; then cuda_gemm_q_experts (bm =
+ * CUDA_MOE_TILE) runs the tiles (each reads its expert's weights once), no split-K. A slot's bits depend on
+ * its own row and expert only, not on the other slots or their order. A slot whose expert is outside
+ * [0, E) is not written. E <= 8192; at most 65535 tiles (cuda_moe_tiles_max). */
+#define CUDA_MOE_TILE 64 /* slots a tile of cuda_gemm_q_experts */
+int64_t cuda_moe_tiles_max(int n_slots, int E, int bm);
+int64_t cuda_moe_group_ints(int n_slots, int E, int bm);
+int cuda_moe_group(const int32_t *sel, int n_slots, int E, int bm, int32_t *g, cudaStream_t s);
 int cuda_gemm_q_experts(int type, const void *W, int E, const uint16_t *X, int xdiv, const int32_t *g, float *Y,
                         int n_slots, int N, int K, cudaStream_t s);
 /* --- the two-pass product on Hopper's warpgroup tensor cores (kernels/gemm_wgmma.cu) ---
@@ -269,6 +270,18 @@ int cuda_gemm_bf16_wgmma(const uint16_t *W, const uint16_t *X, float *Y, int T, 
 /* the same with the tile named: BN = 128 or 256 (the checks run both) */
 int cuda_gemm_bf16_wgmma_tile(const uint16_t *W, const uint16_t *X, float *Y, int T, int N, int K, int BN,
                               cudaStream_t s);
+/* The same product on int8 tensor cores (kernels/mmq.cu): W the experts' GEMV layout (W->N rows an expert,
+ * the planes of all E * W->N rows), x as q8_1 rows (xq 16-byte aligned, ds: cuda_quantize_q8_1), the slots
+ * grouped by cuda_moe_group with bm = cuda_mmq_tile(n_slots, E) (32 or 64; passed again here). Types Q4_0,
+ * Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K with K % 256 == 0 (cuda_mmq_experts_supports; else
+ * CUDA_KERR_UNSUPPORTED). Each output is its row's 32-value units in order, each an exact int32 sum scaled
+ * as mmq_unit.h says (which also bounds the error): a slot's bits depend on its own row and expert only, at
+ * any T and tile size. A slot whose expert is outside [0, E) is not written. */
+#define CUDA_MMQ_TILE_MIN 32 /* the smallest tile cuda_mmq_tile gives: what sizes a group table for both */
+int cuda_mmq_experts_supports(int type, int64_t K);
+int cuda_mmq_tile(int n_slots, int E);
+int cuda_mmq_experts(const cuda_qmat *W, int E, const int8_t *xq, const float *ds, int xdiv, const int32_t *g, int bm,
+                     float *Y, int n_slots, cudaStream_t s);
 /* y[n] = bf16(x[n]) (round to nearest even): activations for cuda_gemm_q */
 int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStream_t s);
 

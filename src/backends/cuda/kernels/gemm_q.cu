@@ -551,16 +551,17 @@ extern "C" int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStre
 /* ---- the grouped expert product (MoE prefill) ---- */
 
 /* Routed slots grouped by expert, one block of GQ_MOE_THREADS: counts per expert, an exclusive scan of the
- * counts and of the tiles (GQ_MOE_BM slots) they make, each thread taking a contiguous chunk of experts; then
+ * counts and of the tiles (bm slots: GQ_MOE_BM for gemm_q_kernel, 32 or 64 for kernels/mmq.cu) they make, each
+ * thread taking a contiguous chunk of experts; then
  * the slots scattered into their expert's run of the list. The order within a run follows the atomics (it
  * varies run to run), which moves a slot to another row of its tile but never changes its bits: a row's
  * MMA results depend on its own X row and the expert's weights only. A slot with an expert id outside
  * [0, E) is in no tile (its Y row is not written: the GEMV's rule). Dynamic shared memory: 2 E ints. */
-#define GQ_MOE_BM 64
+#define GQ_MOE_BM CUDA_MOE_TILE
 #define GQ_MOE_THREADS 1024
 #define GQ_MOE_MAX_E 8192
 __global__ void __launch_bounds__(GQ_MOE_THREADS)
-    moe_group_kernel(const int32_t *__restrict__ sel, int n, int E, int32_t *__restrict__ g) {
+    moe_group_kernel(const int32_t *__restrict__ sel, int n, int E, int bm, int32_t *__restrict__ g) {
     pdl_enter();
     extern __shared__ int mg[];
     int *cnt = mg, *cur = mg + E; /* cur: first the list offset of each expert, then its fill */
@@ -575,7 +576,7 @@ __global__ void __launch_bounds__(GQ_MOE_THREADS)
     }
     __syncthreads();
     int my_n = 0, my_t = 0;
-    for (int e = e0; e < e1; e++) my_n += cnt[e], my_t += (cnt[e] + GQ_MOE_BM - 1) / GQ_MOE_BM;
+    for (int e = e0; e < e1; e++) my_n += cnt[e], my_t += (cnt[e] + bm - 1) / bm;
     scan_n[tid] = my_n, scan_t[tid] = my_t;
     __syncthreads();
     for (int d = 1; d < GQ_MOE_THREADS; d <<= 1) { /* inclusive scan (Hillis-Steele) */
@@ -589,10 +590,10 @@ __global__ void __launch_bounds__(GQ_MOE_THREADS)
     for (int e = e0; e < e1; e++) {
         const int c = cnt[e];
         cur[e] = o;
-        for (int f = 0; f < c; f += GQ_MOE_BM, t++) {
+        for (int f = 0; f < c; f += bm, t++) {
             tiles[3 * t] = e;
             tiles[3 * t + 1] = o + f;
-            tiles[3 * t + 2] = min(GQ_MOE_BM, c - f);
+            tiles[3 * t + 2] = min(bm, c - f);
         }
         o += c;
     }
@@ -604,19 +605,22 @@ __global__ void __launch_bounds__(GQ_MOE_THREADS)
     }
 }
 
-extern "C" int64_t cuda_moe_tiles_max(int n_slots, int E) {
-    return (int64_t)(n_slots + GQ_MOE_BM - 1) / GQ_MOE_BM + (E < n_slots ? E : n_slots);
+extern "C" int64_t cuda_moe_tiles_max(int n_slots, int E, int bm) {
+    if (bm < 1) return 0;
+    return (int64_t)(n_slots + bm - 1) / bm + (E < n_slots ? E : n_slots);
 }
 
-extern "C" int64_t cuda_moe_group_ints(int n_slots, int E) { return n_slots + 1 + 3 * cuda_moe_tiles_max(n_slots, E); }
+extern "C" int64_t cuda_moe_group_ints(int n_slots, int E, int bm) {
+    return n_slots + 1 + 3 * cuda_moe_tiles_max(n_slots, E, bm);
+}
 
-extern "C" int cuda_moe_group(const int32_t *sel, int n_slots, int E, int32_t *g, cudaStream_t s) {
-    if (!sel || !g || n_slots < 1 || E < 1 || E > GQ_MOE_MAX_E) return CUDA_KERR_ARGS;
+extern "C" int cuda_moe_group(const int32_t *sel, int n_slots, int E, int bm, int32_t *g, cudaStream_t s) {
+    if (!sel || !g || n_slots < 1 || E < 1 || E > GQ_MOE_MAX_E || bm < 1) return CUDA_KERR_ARGS;
     const int bytes = 2 * E * (int)sizeof(int);
     if (bytes > 48 * 1024 &&
         cudaFuncSetAttribute(moe_group_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
         return CUDA_KERR_LAUNCH;
-    kl(moe_group_kernel, 1, GQ_MOE_THREADS, bytes, s, sel, n_slots, E, g);
+    kl(moe_group_kernel, 1, GQ_MOE_THREADS, bytes, s, sel, n_slots, E, bm, g);
     return pf_launched();
 }
 
@@ -628,7 +632,7 @@ static int gq_moe_cfg(const void *W, const void *X, float *Y, const int32_t *g, 
                              bytes) != cudaSuccess)
         return CUDA_KERR_LAUNCH;
     const size_t w_bytes = (size_t)(K / gq_type<QT>::QK) * gq_type<QT>::BS * (size_t)N * (size_t)E;
-    dim3 grid((N + GQ_BN - 1) / GQ_BN, (unsigned)cuda_moe_tiles_max(n_slots, E), 1);
+    dim3 grid((N + GQ_BN - 1) / GQ_BN, (unsigned)cuda_moe_tiles_max(n_slots, E, GQ_MOE_BM), 1);
     kl(gemm_q_kernel<QT, ST, GQ_MOE_BM, true>, grid, GQ_THREADS, bytes, s, (const uint8_t *)W,
        (const __nv_bfloat16 *)X, Y, (float *)NULL, w_bytes, n_slots, N, K, gq_moe{g, n_slots, xdiv});
     return pf_launched();
@@ -654,7 +658,7 @@ extern "C" int cuda_gemm_q_experts(int type, const void *W, int E, const uint16_
     if (!qk || type == QT_BF16) return CUDA_KERR_UNSUPPORTED;
     if (!W || !X || !Y || !g || n_slots < 1 || E < 1 || xdiv < 1 || N < 1 || K < GQ_BK || K % GQ_BK || K % qk ||
         ((uintptr_t)W & 15) || ((uintptr_t)X & 15) || ((uintptr_t)Y & 7) || N % 2 ||
-        cuda_moe_tiles_max(n_slots, E) > 65535)
+        cuda_moe_tiles_max(n_slots, E, GQ_MOE_BM) > 65535)
         return CUDA_KERR_ARGS;
     switch (type) {
     case QT_Q4_0: return gq_moe_launch<QT_Q4_0>(W, X, Y, g, n_slots, E, xdiv, N, K, s);
