@@ -60,9 +60,11 @@
 # 2026-12-07 after the early forms' device call; failed both cases on an H100 (2026-12-07 16:10).
 # wgmma-k-order: gemm_wgmma's consumers pair the X tile's k16 steps 0 <-> 1 and 2 <-> 3 with W's 0, 1, 2, 3 (the
 # A descriptor's K advance wrong): cuda-check's gemm_wgmma cases its filter names must fail (on an sm_90a device).
-# mmq-slot-scale: the int8 expert GEMM (kernels/mmq.cu, LLM170_TMP_MMQ=1: its .env) scales the second slot of each
-# lane's pair with the first slot's q8_1 unit scale: cuda-check's mmq_experts cases must fail (host-model bits and
-# the bound) and so must the engine check's MoE models. Written 2026-12-07 with the kernel; not yet run on a device.
+# mmq-slot-scale: the int8 expert GEMM (kernels/mmq.cu) scales the second slot of each lane's pair with the first
+# slot's q8_1 unit scale: cuda-check's mmq_experts cases must fail (host-model bits and the bound) and so must the
+# conformance suite's matmul_experts rows and the engine check's MoE models. Seen failing all three on an H100
+# (2026-12-07 19:00, then behind the variable that selected the kernel: 7 of 7 mmq cases, the conformance rows
+# at 30-36x their bound, the MoE models' logits).
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

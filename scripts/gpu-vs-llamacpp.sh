@@ -85,7 +85,7 @@ LBB=(env "LD_LIBRARY_PATH=$LL/bin" "$LL/bin/llama-batched-bench")
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv,noheader >> "$LOG" 2>&1
 echo "llm170 $("${B[@]}" --version 2>&1 | head -1); llama.cpp of the llama-cpp-python 0.3.36 sdist" >> "$LOG"
 SHAPES=${SHAPES:-"llama-qwen25-0.5b llama-8b qwen35-27b qwen35moe-35b-a3b"}
-NPL=${NPL:-"8 64"}
+NPL=${NPL-"8 64"} # set and empty: no batched rows
 REPS=${REPS:-3}
 declare -A R # results: R[shape,test,engine] = t/s
 step() { # label timeout command...: appends to the log; prints the output on stdout for parsing

@@ -1,5 +1,5 @@
 /* check_prefill_mmq: the grouped expert product on int8 tensor cores (kernels/mmq.cu: cuda_mmq_experts over
- * cuda_moe_group's tiles of 32 or 64 slots), the MoE prefill path behind LLM170_TMP_MMQ.
+ * cuda_moe_group's tiles of 32 or 64 slots), MoE prefill's grouped product for the types it takes.
  *   covers: mmq_experts_kernel
  *
  * Inputs as check_prefill_moe.c's: E experts of N x K weights from quant_random_blocks (RMS 0.02), repacked on

@@ -292,15 +292,18 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
     wrote(c, y, (int64_t)T * cw->N);
 }
 
-/* TEMPORARY (one device call's A/B, issue 12; removed or made the default after it): LLM170_TMP_MMQ=1 takes
- * the grouped expert product of the types kernels/mmq.cu handles to int8 tensor cores over q8_1 rows */
-static bool tmp_mmq(void) {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("LLM170_TMP_MMQ");
-        v = e && *e == '1';
+/* MoE prefill's grouped expert product on int8 tensor cores (experts_mmq) for the types kernels/mmq.cu takes:
+ * 1.96x the 35B-A3B's pp512 and 1.31x its pp4096 over the bf16 kernel (H100, 2026-12-07, docs/cuda-prefill.md).
+ * LLM170_CUDA_MMQ=0 keeps the bf16 kernel (experts_gemm) for every type: other bits, an A/B switch. */
+static bool use_mmq(void) {
+    static int v; /* 0 not yet read, 1 off, 2 on */
+    int s = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (!s) {
+        const char *e = getenv("LLM170_CUDA_MMQ");
+        s = e && e[0] == '0' ? 1 : 2;
+        __atomic_store_n(&v, s, __ATOMIC_RELAXED);
     }
-    return v;
+    return s == 2;
 }
 
 /* experts_gemm on int8 tensor cores (kernels/mmq.cu): the pass's input rows quantized to q8_1 (once for gate
@@ -339,7 +342,7 @@ static void experts_gemm(exec *x, const weight *w, const int32_t *sel, int K, co
                   slots);
         return;
     }
-    if (tmp_mmq() && cw->planes && cuda_mmq_experts_supports((int)cw->type, cw->K)) {
+    if (use_mmq() && cw->planes && cuda_mmq_experts_supports((int)cw->type, cw->K)) {
         experts_mmq(x, w, sel, K, in, in_per_slot, y, r0, r1);
         return;
     }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# One device call (issue 12, MoE prefill): the int8 tensor-core grouped expert GEMM (kernels/mmq.cu, behind the
-# temporary LLM170_TMP_MMQ=1) against the bf16 grouped kernel (gemm_experts), in one binary built from branch mmq
-# (-DLLM170_CUDA_ARCHS=90-real, then scripts/gpu-stage.sh). Order: the mmq cases (every check: bits of the host
-# model, the error bound, the table, the unrouted row, half = all, tile 32 = 64), both kernels' bench cases at the
-# 35B-A3B's shapes, the engine check with the variable set, then the 35B-A3B end to end: pp512 and pp4096, base and
-# mmq alternating, 2 rounds; an op profile of one pp512 each; the two greedy streams (not expected to be identical:
-# q8_1 activations instead of bf16). Summary in $OUT/summary.txt. Usage: PART=checks bash $0, then PART=e2e bash $0
-# (two calls of ~4-6 min each: one call of both may pass the 10-minute limit with the 35B-A3B synth); no PART: both.
+# One device call (issue 12, MoE prefill): the int8 tensor-core grouped expert GEMM (kernels/mmq.cu, the default)
+# against the bf16 grouped kernel (gemm_experts, LLM170_CUDA_MMQ=0), in one binary (scripts/gpu-stage.sh). Order:
+# the mmq cases (every check: bits of the host model, the error bound, the table, the unrouted row, half = all,
+# tile 32 = 64; a staged plant mmq-slot-scale must fail them), both kernels' bench cases at the 35B-A3B's shapes,
+# the engine check, then the 35B-A3B end to end: pp512 and pp4096, base and mmq alternating, 2 rounds; an op
+# profile of one pp512 each; the two greedy streams (not expected to be identical: q8_1 activations instead of
+# bf16). Summary in $OUT/summary.txt. Usage: PART=checks bash $0 (~5 min), then PART=e2e bash $0 (~7 min with the
+# 35B-A3B's synth, H100 2026-12-07); no PART: both (past the 10-minute limit of one call).
 set -u
 PART=${PART:-all}
 . scripts/gpu-devbin.sh
@@ -27,7 +27,7 @@ st bench-mmq 300 "${B[@]}" cuda-check --bench --filter "mmq"
 grep -E "pbench|FAIL|ERR|cases" "$OUT/bench-mmq.txt" | cut -c1-150 >> "$S"
 st bench-gemm 300 "${B[@]}" cuda-check --bench --filter gemm_experts
 grep -E "pbench|FAIL|ERR|cases" "$OUT/bench-gemm.txt" | cut -c1-150 >> "$S"
-st engine 300 env LLM170_TMP_MMQ=1 "${B[@]}" cuda-check --engine --dir "$OUT" -t 8
+st engine 300 "${B[@]}" cuda-check --engine --dir "$OUT" -t 8
 grep -E "moe|FAIL|engine check" "$OUT/engine.txt" | cut -c1-200 >> "$S"
 rm -f "$OUT"/*.gguf
 fi
@@ -38,7 +38,7 @@ fi
 if [ "$PART" != checks ] && [ -s "$f" ]; then
   for i in 1 2; do
     for v in base mmq; do
-      if [ $v = base ]; then e=(LLM170_TMP_X=1); else e=(LLM170_TMP_MMQ=1); fi
+      if [ $v = base ]; then e=(LLM170_CUDA_MMQ=0); else e=(LLM170_CUDA_MMQ=1); fi
       for p in 512 4096; do
         log=$OUT/pp$p-$v-$i.txt
         timeout 200 env "${e[@]}" "${B[@]}" bench --model "$f" --device cuda -p $p -n 0 -r 2 > "$log" 2>&1
@@ -47,7 +47,7 @@ if [ "$PART" != checks ] && [ -s "$f" ]; then
     done
   done
   for v in base mmq; do
-    if [ $v = base ]; then e=(LLM170_TMP_X=1); else e=(LLM170_TMP_MMQ=1); fi
+    if [ $v = base ]; then e=(LLM170_CUDA_MMQ=0); else e=(LLM170_CUDA_MMQ=1); fi
     timeout 200 env "${e[@]}" LLM170_CUDA_PROFILE=1 "${B[@]}" bench --model "$f" --device cuda -p 512 -n 0 -r 1 \
       > "$OUT/prof-$v.txt" 2>&1
     echo "profile $v (pp512, the experts' rows):" >> "$S"
