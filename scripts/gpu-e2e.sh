@@ -17,9 +17,7 @@
 # (or scripts/gpu-e2e.sh). Environment: OUT (default /tmp/gpu-out).
 set -u
 t0=$(date +%s)
-. scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries)
-printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/.devbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/.devbin/llm170" "$@"\n' \
-  "$PWD" "$PWD" > .devbin/llm170-env && chmod +x .devbin/llm170-env # one path for scripts that take a binary
+. scripts/gpu-devbin.sh # OUT, the staged binaries unpacked, B (the staged llm170 with its libraries), .devbin/llm170-env
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 declare -A res
 step() { # name timeout command...
