@@ -96,7 +96,7 @@ static void check_type(enum qtype t, int64_t K, uint64_t seed) {
         }
         for (int xr = 0; xr < XROWS; xr++) {
             fill_x(&r, x, K, xr);
-            mmq_ref_q8_1(x, xq, ds, K);
+            check_ref_q8_1(x, xq, ds, K);
             /* 2: the model against the double product, and against its own integers */
             mmq_ref_cmp cmp;
             const float y = mmq_ref_dot(t, qs, hi, meta, n, K, xq, ds, x, wf, &cmp);

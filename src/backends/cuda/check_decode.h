@@ -9,8 +9,8 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/mmq_ref.h" /* check_ref_q8_1 */
 
-void check_ref_q8_1(const float *x, int8_t *q, float *ds, int K);
 enum { Q8_PLAIN, Q8_NORM, Q8_SWIGLU }; /* check_q8_1's kernels: quantize, rms_norm_q8_1, swiglu_q8_1 */
 int check_spin(int us, cuda_check_result *res, err *e); /* check_ops.c */
 int check_pairs(uint64_t seed, cuda_check_result *res, err *e); /* check_ops.c */

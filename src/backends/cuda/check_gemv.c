@@ -32,23 +32,6 @@
 
 #define U24 0x1p-24
 
-/* host reference of the q8_1 quantizer: the kernel's float operations, in the same order */
-void check_ref_q8_1(const float *x, int8_t *q, float *ds, int K) {
-    for (int u = 0; u < K / 32; u++) {
-        const float *xu = x + u * 32;
-        float amax = 0;
-        for (int i = 0; i < 32; i++) amax = fabsf(xu[i]) > amax ? fabsf(xu[i]) : amax;
-        float d = amax / 127.0f, id = amax != 0.0f ? 1.0f / d : 0.0f;
-        int s = 0;
-        for (int i = 0; i < 32; i++) {
-            q[u * 32 + i] = (int8_t)(int)roundf(xu[i] * id);
-            s += q[u * 32 + i];
-        }
-        ds[2 * u] = d;
-        ds[2 * u + 1] = d * (float)s;
-    }
-}
-
 /* every |dx * q - x| <= dx / 2 (1 + 2^-20) (round to nearest of x / dx, and x * (1/d)'s two roundings) */
 /* |d q - x| over the half step d / 2 of each value's block (1.00 at most, up to rounding). The kernel's q is
  * round(fl(x * id)) with id = fl(1 / d): |x * id - x / d| <= |x / d| * 2 * 2^-24 <= 127 * 2^-23, so

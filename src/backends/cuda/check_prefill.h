@@ -30,6 +30,8 @@ double pf_gemm_score(const float *x, const float *w, int K, float y, double *sig
  * cuda_moe_group promises (every slot with a valid expert in exactly one tile of its expert, tiles of 1..bm
  * slots back to back over the list), else the first fault (check_prefill_moe.c) */
 const char *pf_moe_table_fault(const int32_t *g, const int32_t *sel, int n, int E, int bm);
+/* sel[tokens][topk] = topk distinct random experts of [lo, E) a token (check_prefill_moe.c) */
+void pf_moe_route(rng *r, int32_t *sel, int tokens, int topk, int lo, int E);
 int pf_moe_case(int type, int E, int N, int K, int tokens, int topk, bool per_slot, bool big, uint64_t seed,
                 bool bench, cuda_check_result *r, err *e);
 /* the wgmma product (check_prefill_wgmma.c): every output of both tiles (small), or the tile bn sampled and

@@ -62,16 +62,7 @@ static int mmq_launch(void *vctx, int i, cudaStream_t s) {
 
 /* topk distinct experts a token; structured (small cases): as the header says, expert ids 3.. random */
 static void mmq_route(rng *r, int32_t *sel, int tokens, int topk, int E, bool structured) {
-    const int lo = structured ? 3 : 0;
-    for (int t = 0; t < tokens; t++)
-        for (int k = 0; k < topk; k++) {
-            int ex, dup;
-            do {
-                ex = lo + (int)(rng_u64(r) % (uint64_t)(E - lo)), dup = 0;
-                for (int j = 0; j < k; j++) dup |= sel[t * topk + j] == ex;
-            } while (dup);
-            sel[t * topk + k] = ex;
-        }
+    pf_moe_route(r, sel, tokens, topk, structured ? 3 : 0, E);
     if (!structured) return;
     for (int t = 0; t < MMQ_BIG_EXPERT && t < tokens; t++) sel[t * topk] = 2;
     if (tokens > MMQ_BIG_EXPERT) sel[MMQ_BIG_EXPERT * topk] = 1;

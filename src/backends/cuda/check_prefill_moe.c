@@ -63,6 +63,18 @@ const char *pf_moe_table_fault(const int32_t *g, const int32_t *sel, int n, int 
     return fault;
 }
 
+void pf_moe_route(rng *r, int32_t *sel, int tokens, int topk, int lo, int E) {
+    for (int t = 0; t < tokens; t++)
+        for (int k = 0; k < topk; k++) {
+            int ex, dup;
+            do {
+                ex = lo + (int)(rng_u64(r) % (uint64_t)(E - lo)), dup = 0;
+                for (int j = 0; j < k; j++) dup |= sel[t * topk + j] == ex;
+            } while (dup);
+            sel[t * topk + k] = ex;
+        }
+}
+
 int pf_moe_case(int type, int E, int N, int K, int tokens, int topk, bool per_slot, bool big, uint64_t seed,
                 bool bench, cuda_check_result *res, err *e) {
     const quant_ops *ops = quant_ops_get((enum qtype)type, QUANT_ISA_SCALAR);
@@ -86,15 +98,7 @@ int pf_moe_case(int type, int E, int N, int K, int tokens, int topk, bool per_sl
         goto done;
     }
     pf_normal(&r, X, (int64_t)n_in * K, 1.0f);
-    for (int t = 0; t < tokens; t++) /* topk distinct experts a token */
-        for (int k = 0; k < topk; k++) {
-            int ex, dup;
-            do {
-                ex = (int)(rng_u64(&r) % (uint64_t)E), dup = 0;
-                for (int j = 0; j < k; j++) dup |= sel[t * topk + j] == ex;
-            } while (dup);
-            sel[t * topk + k] = ex;
-        }
+    pf_moe_route(&r, sel, tokens, topk, 0, E);
     const int planted = big ? -1 : slots / 3; /* a slot routed to no expert */
     if (planted >= 0) sel[planted] = E;
     if (!quant_random_blocks((enum qtype)type, Wh, (int64_t)E * N * (K / qi->blck), 0.02f, &r)) {

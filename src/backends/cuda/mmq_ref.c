@@ -1,4 +1,4 @@
-/* mmq_ref: the host model of kernels/mmq.cu (mmq_ref.h). */
+/* mmq_ref: the host model of kernels/mmq.cu, and the host q8_1 quantizer (mmq_ref.h). */
 #include "backends/cuda/mmq_ref.h"
 
 #include <math.h>
@@ -49,7 +49,7 @@ float mmq_ref_dot(enum qtype t, const uint8_t *qs, const uint8_t *hi, const uint
     return acc;
 }
 
-void mmq_ref_q8_1(const float *x, int8_t *xq, float *ds, int64_t K) {
+void check_ref_q8_1(const float *x, int8_t *xq, float *ds, int64_t K) {
     for (int64_t u = 0; u < K / 32; u++) {
         const float *xu = x + u * 32;
         float amax = 0.0f;

@@ -27,8 +27,9 @@ typedef struct mmq_ref_cmp {
 float mmq_ref_dot(enum qtype t, const uint8_t *qs, const uint8_t *hi, const uint8_t *meta, int64_t r, int64_t K,
                   const int8_t *xq, const float *ds, const float *x, const float *wf, mmq_ref_cmp *cmp);
 
-/* xq[K], ds[K/32][2] = q8_1 of x[K] with kernels/quantize.cu's operations (d = amax / 127, q = roundf(x * (1 /
- * d)), ds = (d, d * sum q)); K % 32 == 0 */
-void mmq_ref_q8_1(const float *x, int8_t *xq, float *ds, int64_t K);
+/* xq[K], ds[K/32][2] = q8_1 of x[K] with kernels/quantize.cu's operations, in the same order (d = amax / 127,
+ * q = roundf(x * (1 / d)), ds = (d, d * sum q)); K % 32 == 0. The host quantizer of every cuda-check case
+ * (check_gemv.c, check_gdn.c) and of cuda_mmq_test. */
+void check_ref_q8_1(const float *x, int8_t *xq, float *ds, int64_t K);
 
 #endif
