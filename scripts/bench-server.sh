@@ -5,12 +5,12 @@
 # count; one server at a time (never both at once: they would share the cores and each other's page
 # cache), alternating for ROUNDS rounds. Prints each round's rows (requests/s, generated tokens/s, TTFT
 # p50/p99, ITL p50/p99), then the llm170 / llama-server throughput ratios per round.
-#   scripts/bench-server.sh [--llama-server PATH] [MODEL] [CLIENTS] [ROUNDS] [THREADS] [REQUESTS_PER_CLIENT]
+#   scripts/bench-server.sh [--llm170 BIN] [--llama-server PATH] [MODEL] [CLIENTS] [ROUNDS] [THREADS] [REQUESTS_PER_CLIENT]
 # Defaults: models/qwen2.5-coder-0.5b-instruct.gguf, 1,4,8,16, 2 rounds, 2 threads, 2 requests per client;
+# BIN: the llm170 to serve with (default build/llm170; a wrapper script that sets its libraries will do);
 # PATH: what scripts/llamacpp-build.sh builds (.cache/llamacpp/build-0.3.36-cpu/bin/llama-server).
 # Both servers: 8 slots of 512 tokens (llm170 --parallel 8 --ctx-size 512; llama-server -np 8 -c 4096).
 # Environment, for the GPU run (scripts/gpu-vs-llamacpp.sh serve) or other loads; unset, the above:
-#   LLM170_BIN     the llm170 to serve with (default build/llm170; a wrapper script that sets its libraries)
 #   DEVICE         e.g. cuda or cuda:1: llm170 serve --device DEVICE, llama-server -ngl 99 -fa on (every
 #                  layer on the GPU, flash attention, as llama-bench -fa 1 -ngl 99 in gpu-vs-llamacpp.sh)
 #   SLOTS PER_SLOT the slots and each one's context in tokens (default 8 and 512): a prompt, its BOS and the
@@ -18,18 +18,24 @@
 #   PROMPT_TOKENS GEN_TOKENS  each request's prompt tokens and generated tokens (default 256 and 64)
 #   LLAMA_LD_PATH  LD_LIBRARY_PATH for llama-server alone (a build with shared libraries moved off its
 #                  build tree, as the GPU machine's unpacked --stage-bin one)
-#   LLM170_ARGS LLAMA_ARGS  more flags for llm170 serve / llama-server, split at spaces (e.g.
-#                  LLM170_ARGS="--prefill-chunk 512", LLAMA_ARGS="-ub 1024"); printed in the table's title
+#   SERVE_ARGS LLAMA_ARGS  more flags for llm170 serve / llama-server, split at spaces (e.g.
+#                  SERVE_ARGS="--prefill-chunk 512", LLAMA_ARGS="-ub 1024"); printed in the table's title
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 lserver="$root/.cache/llamacpp/build-0.3.36-cpu/bin/llama-server"
-if [ "${1:-}" = "--llama-server" ]; then lserver=$2; shift 2; fi
+llm=$root/build/llm170
+while :; do
+  case ${1:-} in
+    --llama-server) lserver=$2; shift 2 ;;
+    --llm170) llm=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
 model=${1:-$root/models/qwen2.5-coder-0.5b-instruct.gguf}
 clients=${2:-1,4,8,16}; rounds=${3:-2}; threads=${4:-2}; per_client=${5:-2}
 slots=${SLOTS:-8}; per_slot=${PER_SLOT:-512}
 prompt_tokens=${PROMPT_TOKENS:-256}; gen_tokens=${GEN_TOKENS:-64}
-llm=${LLM170_BIN:-$root/build/llm170}
-read -ra llm_args <<< "${LLM170_ARGS:-}"
+read -ra llm_args <<< "${SERVE_ARGS:-}"
 read -ra ll_args <<< "${LLAMA_ARGS:-}"
 if [ -n "${DEVICE:-}" ]; then llm_args=(--device "$DEVICE" "${llm_args[@]}"); ll_args=(-ngl 99 -fa on "${ll_args[@]}"); fi
 [ -x "$llm" ] || { echo "build llm170 first (scripts/test.sh or cmake --build build)" >&2; exit 1; }
@@ -83,7 +89,7 @@ done
 extra= # what the environment changed, in the title (nothing when it changed nothing)
 [ -n "${DEVICE:-}" ] && extra+=", device $DEVICE (llama-server -ngl 99 -fa on)"
 [ -n "${PROMPT_TOKENS:-}${GEN_TOKENS:-}" ] && extra+=", $prompt_tokens-token prompts, $gen_tokens generated"
-[ -n "${LLM170_ARGS:-}" ] && extra+=", llm170 serve $LLM170_ARGS"
+[ -n "${SERVE_ARGS:-}" ] && extra+=", llm170 serve $SERVE_ARGS"
 [ -n "${LLAMA_ARGS:-}" ] && extra+=", llama-server $LLAMA_ARGS"
 rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || "$llm" --version 2>&1 | head -1) # no .git: the binary's
 echo "## $(basename "$model"), $threads threads, $slots slots of $per_slot tokens, llm170 $rev, $(basename "$(dirname "$(dirname "$lserver")")")$extra"

@@ -2,7 +2,7 @@
 # /tmp/gpu-out) made; the binaries scripts/gpu-stage.sh and gpu-stage-plant.sh staged in .devbin/bundle.tar.xz
 # unpacked (python3's lzma and tarfile: the GPU machine has no xz); B, the staged llm170 as a command array
 # with its shared libraries (.devbin/lib) on the path: "${B[@]}" cuda-check ...; and the same as one executable,
-# .devbin/llm170-env, for scripts that take a binary's path (serve-check.sh, bench-server.sh's LLM170_BIN)
+# .devbin/llm170-env, for scripts that take a binary's path (serve-check.sh, bench-server.sh --llm170)
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 if [ -f .devbin/bundle.tar.xz ]; then # scripts/gpu-bundle.sh: llm170 and plant-NAME/llm170 in one archive

@@ -24,7 +24,7 @@
 #   scripts/bench-server.sh with DEVICE=cuda: 64 slots of 768 tokens, 8 host threads, CLIENTS (default 16,64)
 #   streaming clients sending REQS (default 2) requests each back to back, 512-token prompts, 128 tokens
 #   generated (ignore_eos, temperature 0.8), one round, llm170 first; total generated tokens/s, TTFT and
-#   inter-token p50/p99 per client count. LLM170_ARGS / LLAMA_ARGS pass more flags to either server.
+#   inter-token p50/p99 per client count. SERVE_ARGS / LLAMA_ARGS pass more flags to either server.
 # Everything is appended to $OUT/log.txt (the machine returns at most 8 files); a table is printed last.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -135,9 +135,9 @@ if [ "${1:-}" = serve ]; then # llm170 serve against llama-server under load (se
   [ -s "$f" ] || { echo "no $f"; exit 1; }
   # 64 slots of 768 tokens: a 512-token prompt, its BOS and 128 generated fit; 8 threads for each server's host
   # side, the other 8 cores for loadgen.py's clients
-  o=$(step "serve llama-8b" 480 env LLM170_BIN="$PWD/.devbin/llm170-env" DEVICE=cuda SLOTS=64 PER_SLOT=768 \
+  o=$(step "serve llama-8b" 480 env DEVICE=cuda SLOTS=64 PER_SLOT=768 \
       PROMPT_TOKENS=512 GEN_TOKENS=128 LLAMA_LD_PATH="$LL/bin" \
-      bash scripts/bench-server.sh --llama-server "$LL/bin/llama-server" "$f" "${CLIENTS:-16,64}" 1 8 "${REQS:-2}")
+      bash scripts/bench-server.sh --llm170 "$PWD/.devbin/llm170-env" --llama-server "$LL/bin/llama-server" "$f" "${CLIENTS:-16,64}" 1 8 "${REQS:-2}")
   echo
   grep -E '^(## |\||round [0-9]+,|machine: )' <<< "$o" || tail -20 <<< "$o"
   exit 0
