@@ -11,7 +11,8 @@
 #                                            moe-combine-blocks | matmul-f-token | gemv-experts-row |
 #                                            gemv-lean-role | gemv-pipe-role | matmul-f-group |
 #                                            gemv-bias-member | gemv-early-chunk |
-#                                            wgmma-k-order | mmq-slot-scale]
+#                                            wgmma-k-order | mmq-slot-scale | bf16-stale-record |
+#                                            norm-bf16-unwritten]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90a-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -65,6 +66,17 @@
 # conformance suite's matmul_experts rows and the engine check's MoE models. Seen failing all three on an H100
 # (2026-12-07 19:00, then behind the variable that selected the kernel: 7 of 7 mmq cases, the conformance rows
 # at 30-36x their bound, the MoE models' logits).
+# bf16-stale-record: ops no longer drop the executor's record of which rows xb holds (a GEMM's bf16 input), so a
+# GEMM run over rows an op rewrote since they were converted reuses the stale bf16: the conformance suite's
+# "256 x 256 over 19 rows, one pass: over x after an add into it" rows must fail for the GEMM's types (Q4_0, Q4_1,
+# Q5_0, Q8_0, Q4_K, Q5_K, Q6_K). The engine check passes: no model's layer rewrites a projection's input
+# between two GEMM runs over it (as with cuda-stale-q8-record, docs/cuda.md). Seen failing those rows (74-84x
+# their bound) and passing the engine check on an H100 (2026-12-07 23:20).
+# norm-bf16-unwritten: the rms_norm before a prompt's GEMM keeps the record that xb holds its output's bf16 but
+# writes none (the plain kernel), so the q / k / v and gate / up GEMMs read the bf16 of whatever the GEMM before
+# converted: the engine check's 100-token prompts must fail (every arch), and cuda-check's rms_norm_bf16 cases pass
+# (the kernel is right). Seen failing 8 engine-check rows (every arch's 100-token prompt) on an H100 (2026-12-07
+# 23:20); its conformance suite passed (no case runs a norm before a GEMM).
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

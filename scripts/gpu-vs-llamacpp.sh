@@ -86,6 +86,13 @@ if [ "${1:-}" = build ]; then
     mkdir -p "$LL/bin" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2], filter="data")' \
       .devllama/llama-bin.tar.xz "$LL/bin" && chmod +x "$LL"/bin/llama-*
     echo "llama.cpp: the build staged with --stage-bin unpacked" | tee -a "$LOG"
+    # built on another machine: every library it needs (cuBLAS, NCCL, the driver's libcuda) must resolve
+    # here, else the source build below replaces it
+    miss=$(for e in "$LL"/bin/llama-*; do LD_LIBRARY_PATH=$LL/bin ldd "$e"; done | grep 'not found' | sort -u)
+    if [ -n "$miss" ]; then
+      echo "llama.cpp: the staged build misses libraries here ($(echo $miss)); building from source" | tee -a "$LOG"
+      rm -f "$LL"/bin/llama-*
+    fi
   fi
   if [ ! -x "$LL/bin/llama-bench" ] || [ ! -x "$LL/bin/llama-server" ]; then
     # the trimmed source, unpacked with python's lzma (the machine has no xz), its files keeping their times so

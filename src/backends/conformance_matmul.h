@@ -248,6 +248,50 @@ static void check_matmul_bias(rng *r, enum qtype t, const char *name, int64_t K,
     free(x), free(res), free(y0), free(r1);
 }
 
+/* A converted input gone stale: five matmuls over spans of 19 rows in one pass (a GPU's GEMM rows, whose
+ * input it converts to bf16 once for every projection of one input), a 256 x 256 matrix of the type over
+ * x, over x again after an add rewrote it in place, then an f32 matrix (it converts nothing) over that
+ * output into x, the type's matrix over x once more and over that one's output. Each output within
+ * expect_matmul's bound of the values its input held then: a backend that keeps a converted copy of an
+ * input must notice a write by an op and by a matmul's output. */
+static void check_matmul_stale_input(rng *r, enum qtype t, const char *name) {
+    enum { T = 19, NY = 4 };
+    const int64_t K = 256; /* N = K: each output is the next one's input */
+    weight w, wf;
+    void *d, *df;
+    gguf_tensor g, gf;
+    if (!make_weight(r, t, K, K, 1, &w, &d, &g)) return;
+    CHECK(make_weight(r, QT_F32, K, K, 1, &wf, &df, &gf));
+    float *wd = malloc(sizeof(float) * (size_t)(K * K));
+    dequant(&w, d, K, wd);
+    int32_t idx[T];
+    for (int i = 0; i < T; i++) idx[i] = i;
+    float *x = randn(r, T * K, 1), *a = randn(r, T * K, 1), *dx = upf(x, T * K), *da = upf(a, T * K), *dy[NY];
+    for (int i = 0; i < NY; i++) dy[i] = upf(NULL, T * K);
+    const pass_span ps = {T, T};
+    X->ops->begin_pass(X, &ps, 1);
+    X->ops->matmul(X, &w, 0, dx, dy[0], T, MM_ROWS_PASS);
+    X->ops->add(X, dx, da, T * K); /* x += a */
+    X->ops->matmul(X, &w, 0, dx, dy[1], T, MM_ROWS_PASS);
+    X->ops->matmul(X, &wf, 0, dy[1], dx, T, MM_ROWS_PASS); /* x = the f32 matrix . y1 */
+    X->ops->matmul(X, &w, 0, dx, dy[2], T, MM_ROWS_PASS);
+    X->ops->matmul(X, &w, 0, dy[2], dy[3], T, MM_ROWS_PASS);
+    float *x2 = down(dx, T * K), *y[NY];
+    for (int i = 0; i < NY; i++) y[i] = down(dy[i], T * K);
+    for (int64_t i = 0; i < T * K; i++) a[i] += x[i]; /* x + a, as the add rounds it */
+    const float *in[NY] = {x, a, x2, y[2]};
+    const char *when[NY] = {"x", "x after an add into it", "x after a matmul wrote it", "the one before's output"};
+    char what[128];
+    snprintf(what, sizeof what, "%s, 256 x 256 over 19 rows: f32 over the second's output into x", name);
+    expect_matmul("matmul", what, QT_F32, x2, df, y[1], idx, T, K, K, NULL);
+    for (int i = 0; i < NY; i++) {
+        snprintf(what, sizeof what, "%s, 256 x 256 over 19 rows, one pass: over %s", name, when[i]);
+        expect_matmul("matmul", what, t, y[i], wd, in[i], idx, T, K, K, NULL);
+    }
+    for (int i = 0; i < NY; i++) free(y[i]);
+    free(x), free(a), free(x2), free(wd), free(d), free(df);
+}
+
 /* The routed experts in shapes a GPU's grouped tensor-core product takes (N even, K % 64 == 0; used for the
  * slots of spans of more than 8 tokens): random experts for 40 tokens x 2, one span of 40, then spans of 19,
  * 1 and 20 (the 1-token span's slots take a GPU's GEMV), inputs per token and per slot, every output within
@@ -374,6 +418,7 @@ static void check_matmuls(rng *r) {
         }
         /* a span of 300 tokens (a GPU dequantizes the whole matrix first from 256 rows on: the same bound) */
         check_matmul_pass(r, t, name, K, 38, 300, 1, "38 rows, pass of 300");
+        check_matmul_stale_input(r, t, name);
         /* get_rows: exact dequantization */
         {
             int32_t ids[4] = {36, 0, 17, 5};

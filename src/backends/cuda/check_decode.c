@@ -159,6 +159,9 @@ CASE(ew_a, check_eltwise(0, 14336, s, b, r, e))
 CASE(ew_b, check_eltwise(1, 10243, s, b, r, e))
 CASE(ew_c, check_eltwise(2, 6145, s, b, r, e))
 CASE(ew_d, check_eltwise(3, 4099, s, b, r, e))
+CASE(nb_a, check_bf16_out(0, 300, 5120, s, r, e))
+CASE(nb_b, check_bf16_out(0, 9, 2048, s, r, e))
+CASE(nb_c, check_bf16_out(1, 37, 17408, s, r, e))
 CASE(rp_a, check_rope(2, 32, 128, 128, ROPE_NEOX, false, 32768, s, r, e))
 CASE(rp_b, check_rope(3, 24, 256, 64, ROPE_NEOX, false, 32768, s, r, e))
 CASE(rp_c, check_rope(3, 32, 128, 128, ROPE_NORM, true, 32768, s, r, e))
@@ -325,6 +328,9 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"rms_norm", "R64 C128 w (heads)", rn_b},
     {"rms_norm", "R3 C896 no w", rn_c},
     {"swiglu", "n14336", ew_a},
+    {"rms_norm_bf16", "R300 C5120 w", nb_a},
+    {"rms_norm_bf16", "R9 C2048", nb_b},
+    {"swiglu_bf16", "T37 x 17408", nb_c},
     {"geglu", "n10243", ew_b},
     {"sigmoid_mul", "n6145", ew_c},
     {"add", "n4099", ew_d},

@@ -20,6 +20,9 @@ int check_gemv_experts(enum qtype type, int E, int N, int K, int n_slots, int xd
                        cuda_check_result *res, err *e);
 int check_rms_norm(int R, int C, bool weighted, uint64_t seed, bool bench, cuda_check_result *res, err *e);
 int check_eltwise(int op, int64_t n, uint64_t seed, bool bench, cuda_check_result *res, err *e);
+/* op 0: cuda_rms_norm_bf16 (weighted when R > 9), 1: cuda_swiglu_bf16, over R x C: y bit for bit the plain
+ * kernel's, yb bf16(y) (host rounding); max_err counts the values that differ (tol 0) */
+int check_bf16_out(int op, int R, int C, uint64_t seed, cuda_check_result *res, err *e);
 int check_rope(int T, int H, int D, int n_rot, enum rope_mode mode, bool factors, int max_pos, uint64_t seed,
                cuda_check_result *res, err *e);
 int check_attn(int S_max, int n_kv, int Hq, int Hkv, int D, int window, uint64_t seed, bool bench,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/cuda/check_decode.h"
+#include "base/fp16.h"
 #include "backends/cuda/check_util.h"
 #include "backends/cuda/kernels.h"
 
@@ -114,6 +115,58 @@ int check_eltwise(int op, int64_t n, uint64_t seed, bool bench, cuda_check_resul
 done:
     dpool_free(&dp);
     free(g), free(u), free(y);
+    return rc;
+}
+
+/* The norm and SwiGLU that also write bf16 (the GEMM's input, cuda_rms_norm_bf16 / cuda_swiglu_bf16): their
+ * y must be the plain kernel's bit for bit (which check_rms_norm / check_eltwise bound against a double
+ * reference), and yb the round-to-nearest-even bf16 of that y, as cuda_f32_to_bf16 makes it: otherwise a
+ * GEMM after the fused op would differ from one after the plain op and its conversion. */
+int check_bf16_out(int op, int R, int C, uint64_t seed, cuda_check_result *res, err *e) {
+    dpool dp = {0};
+    int rc = 0;
+    const size_t n = (size_t)R * C;
+    const bool weighted = R > 9;
+    float *x = hmalloc(4 * n, e), *u = hmalloc(4 * n, e), *y = hmalloc(4 * n, e), *y0 = hmalloc(4 * n, e);
+    uint16_t *yb = hmalloc(2 * n, e);
+    if (!x || !u || !y || !y0 || !yb) {
+        rc = ERR_NOMEM;
+        goto done;
+    }
+    rng r;
+    rng_seed(&r, seed);
+    fill_normal(&r, x, (int64_t)n, 3.0f);
+    fill_normal(&r, u, (int64_t)n, 1.0f); /* the up projection; the norm's weight: its first C values */
+    float *dx = dpool_up(&dp, x, 4 * n, e), *du = dpool_up(&dp, u, 4 * n, e);
+    float *dy = dpool_alloc(&dp, 4 * n, e), *dy0 = dpool_alloc(&dp, 4 * n, e);
+    uint16_t *dyb = dpool_alloc(&dp, 2 * n, e);
+    if (!dx || !du || !dy || !dy0 || !dyb) {
+        rc = e->code;
+        goto done;
+    }
+    if (op == 0) {
+        const float *w = weighted ? du : NULL;
+        if ((rc = kcheck(cuda_rms_norm_bf16(dx, w, dy, dyb, R, C, 1e-6f, 0), e, "cuda_rms_norm_bf16")) ||
+            (rc = kcheck(cuda_rms_norm(dx, w, dy0, R, C, 1e-6f, 0), e, "cuda_rms_norm")))
+            goto done;
+    } else if ((rc = kcheck(cuda_swiglu_bf16(dx, du, dy, dyb, (int64_t)n, 0), e, "cuda_swiglu_bf16")) ||
+               (rc = kcheck(cuda_swiglu(dx, du, dy0, (int64_t)n, 0), e, "cuda_swiglu")))
+        goto done;
+    if ((rc = cu_download(y, dy, 4 * n, e)) || (rc = cu_download(y0, dy0, 4 * n, e)) ||
+        (rc = cu_download(yb, dyb, 2 * n, e)))
+        goto done;
+    int64_t bad_y = 0, bad_b = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad_y += memcmp(&y[i], &y0[i], 4) != 0;
+        bad_b += yb[i] != bf16_from_f32(y[i]);
+    }
+    res->max_err = (double)(bad_y + bad_b);
+    res->tol = 0;
+    snprintf(res->detail, sizeof res->detail, "y: %lld values differ from the plain kernel's; bf16: %lld from bf16(y)",
+             (long long)bad_y, (long long)bad_b);
+done:
+    dpool_free(&dp);
+    free(x), free(u), free(y), free(y0), free(yb);
     return rc;
 }
 

@@ -69,7 +69,7 @@ void cx_begin_pass(exec *x, const pass_span *spans, int n_spans) {
     cx_bind(x);
     x->stats.n_ops++;
     cx_pend_flush(x, NULL); /* the previous pass's last op, if it had no download */
-    cx_of(x)->xq_src = NULL;
+    cx_of(x)->xq_src = cx_of(x)->xb_src = NULL;
     cx_graph_end(x);
     pass_rows_begin(x, &cx_of(x)->pr, spans, n_spans);
     cx_graph_begin(x);
@@ -108,9 +108,23 @@ static int quantize_in(exec *x, const float *in, int n, int64_t K, const char *o
     return 0;
 }
 
-/* a matmul wrote y[0 .. n): the quantized input record is void if that overlaps it */
+/* xb = bf16 of rows[n][K] (a GEMM run's input), unless it already holds exactly that: as quantize_in, the
+ * projections of one input (q / k / v, gate / up, a GDN layer's four) convert it once; the record is dropped
+ * where xq's is */
+static int bf16_in(exec *x, const float *rows, int n, int64_t K, const char *op, const char *name) {
+    cuda_exec *c = cx_of(x);
+    if (c->xb_src == rows && c->xb_n == n && c->xb_K == K) return 0;
+    cx_prof_mark(x, "to_bf16", NULL);
+    c->xb_src = NULL;
+    if (cx_kfail(x, cuda_f32_to_bf16(rows, c->xb, (int64_t)n * K, c->st), op, name)) return 1;
+    c->xb_src = rows, c->xb_n = n, c->xb_K = K;
+    return 0;
+}
+
+/* a matmul wrote y[0 .. n): the quantized and bf16 input records are void if that overlaps their rows */
 static void wrote(cuda_exec *c, const float *y, int64_t n) {
     if (c->xq_src && y < c->xq_src + (int64_t)c->xq_n * c->xq_K && c->xq_src < y + n) c->xq_src = NULL;
+    if (c->xb_src && y < c->xb_src + (int64_t)c->xb_n * c->xb_K && c->xb_src < y + n) c->xb_src = NULL;
 }
 
 /* the deferred float matmuls: one launch */
@@ -223,8 +237,7 @@ static void mm_gemm(exec *x, const weight *w, int expert, const float *in, float
         exec_fail(x, ERR_RANGE, "matmul '%s': %d GEMM rows need more split-K scratch than planned", w->name, n);
         return;
     }
-    cx_prof_mark(x, "to_bf16", NULL);
-    if (cx_kfail(x, cuda_f32_to_bf16(in + (int64_t)r0 * K, c->xb, (int64_t)n * K, c->st), "matmul", w->name)) return;
+    if (bf16_in(x, in + (int64_t)r0 * K, n, K, "matmul", w->name)) return;
     const bool two_pass_ok = c->wdq && N <= 65535 && N * K <= c->d->max_dq;
     float *yr = y + (int64_t)r0 * N;
     if (!(two_pass_ok && n >= GEMM_TWO_PASS_ROWS)) {
@@ -346,10 +359,9 @@ static void experts_gemm(exec *x, const weight *w, const int32_t *sel, int K, co
         experts_mmq(x, w, sel, K, in, in_per_slot, y, r0, r1);
         return;
     }
-    cx_prof_mark(x, "to_bf16", NULL);
-    if (cx_kfail(x, cuda_f32_to_bf16(in + (int64_t)row0 * cw->K, c->xb, (int64_t)n_in * cw->K, c->st),
-                 "matmul_experts", w->name))
-        return;
+    /* the same rows as mm_gemm's of this run (in_per_slot: the slots'), so the shared expert's gate and up
+     * over the same input reuse them */
+    if (bf16_in(x, in + (int64_t)row0 * cw->K, n_in, cw->K, "matmul_experts", w->name)) return;
     cx_prof_mark(x, "moe_group", w->name);
     if (cx_kfail(x, cuda_moe_group(sel + (int64_t)r0 * K, slots, (int)cw->E, CUDA_MOE_TILE, c->moe_g, c->st),
                  "matmul_experts", w->name))

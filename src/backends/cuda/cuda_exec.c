@@ -13,10 +13,11 @@
 
 #include "backends/cuda/cuda_impl.h"
 
-/* counts the op; under LLM170_CUDA_PROFILE marks its start (cuda_prof.c) */
+/* counts the op and drops the input records (it may write their rows: xq, xb); under LLM170_CUDA_PROFILE
+ * marks its start (cuda_prof.c) */
 #define OP(x, name)                                                                                              \
-    ((x)->stats.n_ops++, cx_pend_flush((x), NULL), cx_of(x)->xq_src = NULL, cx_graph_tick(x),                    \
-     cx_prof_mark((x), (name), NULL))
+    ((x)->stats.n_ops++, cx_pend_flush((x), NULL), cx_of(x)->xq_src = NULL, cx_of(x)->xb_src = NULL,             \
+     cx_graph_tick(x), cx_prof_mark((x), (name), NULL))
 #define ST(x) (cx_of(x)->st)
 /* run a launcher unless the executor already failed */
 #define RUN(x, op, call)                              \
@@ -34,7 +35,7 @@ static void cx_upload(exec *x, void *dst, const void *src, size_t bytes) {
     cx_bind(x);
     x->stats.n_uploads++;
     cx_pend_flush(x, NULL);
-    cx_of(x)->xq_src = NULL;
+    cx_of(x)->xq_src = cx_of(x)->xb_src = NULL;
     cx_prof_mark(x, "upload", NULL);
     if (!bytes || x->status || cx_graph_upload(x, dst, src, bytes)) return;
     cu_fail(x, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ST(x)), "upload");
@@ -45,7 +46,7 @@ static bool cx_copy_out(exec *x, void *dst, const void *src, size_t bytes) {
     cx_bind(x);
     x->stats.n_downloads++;
     cx_pend_flush(x, NULL);
-    cx_of(x)->xq_src = NULL;
+    cx_of(x)->xq_src = cx_of(x)->xb_src = NULL;
     cx_graph_end(x);
     if (!bytes || x->status) return false;
     cx_prof_mark(x, "download", NULL); /* the end of the pass's last op */
@@ -102,7 +103,7 @@ void cx_pop_flush(exec *x) {
 static void joined(exec *x) {
     cuda_exec *c = cx_of(x);
     x->stats.n_ops++;
-    c->xq_src = NULL;
+    c->xq_src = c->xb_src = NULL;
     c->pop.kind = CX_POP_NONE;
 }
 
@@ -140,6 +141,23 @@ static void fused_q8(exec *x, const float *y, int T, int64_t K) {
     if (!x->status) c->xq_src = y, c->xq_n = T, c->xq_K = K;
 }
 
+/* Whether an op that writes y[T][K] may also write its bf16 for the GEMM of a matmul that reads y next
+ * (cuda_backend.c bf16_in, whose record names the rows [r0, r0 + n) of one GEMM run): a pass of one span of
+ * more tokens than the GEMV takes, y its T rows (the run the GEMM makes over them: r0 = 0, n = T), and rows
+ * the scratch holds. Both kernels read only the row (the element) they write, so y may alias their input.
+ * Where no GEMM reads y next (a GEMV-only weight type, an op in between), the record is dropped unread: one
+ * bf16 write wasted. */
+static bool fuse_bf16(exec *x, int T, int64_t K) {
+    const cuda_exec *c = cx_of(x);
+    return !x->status && c->pr.n_spans == 1 && T == c->pr.T && T > CUDA_GEMV_MAX_ROWS && T <= c->pr.R && K <= c->K;
+}
+
+/* the bf16 rows in xb are now those of y[T][K] */
+static void fused_bf16(exec *x, const float *y, int T, int64_t K) {
+    cuda_exec *c = cx_of(x);
+    if (!x->status) c->xb_src = y, c->xb_n = T, c->xb_K = K;
+}
+
 static void cx_rms_norm(exec *x, const float *in, const weight *w, float *y, int T, int C, float eps) {
     OP(x, "rms_norm");
     const float *wd = w ? cx_f32(x, w, "rms_norm") : NULL;
@@ -147,6 +165,11 @@ static void cx_rms_norm(exec *x, const float *in, const weight *w, float *y, int
     if (fuse_q8(x, y, T, C, in)) {
         RUN(x, "rms_norm", cuda_rms_norm_q8_1(in, wd, eps, cx_of(x)->xq, cx_of(x)->ds, y, T, C, ST(x)));
         fused_q8(x, y, T, C);
+        return;
+    }
+    if (fuse_bf16(x, T, C)) {
+        RUN(x, "rms_norm", cuda_rms_norm_bf16(in, wd, y, cx_of(x)->xb, T, C, eps, ST(x)));
+        fused_bf16(x, y, T, C);
         return;
     }
     RUN(x, "rms_norm", cuda_rms_norm(in, wd, y, T, C, eps, ST(x)));
@@ -182,7 +205,7 @@ static void cx_add(exec *x, float *y, const float *in, int64_t n) {
     if (c->pend.n == 1 && !c->pend.sel && in == c->pend.y[0] && n == (int64_t)c->pend.T * c->pend.q[0].N &&
         (y + n <= c->pend.y[0] || c->pend.y[0] + n <= y)) { /* y += the GEMV just deferred: one launch for both */
         x->stats.n_ops++;
-        c->xq_src = NULL;
+        c->xq_src = c->xb_src = NULL;
         cx_pend_flush(x, y);
         return;
     }
@@ -199,6 +222,11 @@ static void cx_swiglu(exec *x, const float *g, const float *u, float *y, int64_t
     if (T > 0 && n % T == 0 && fuse_q8(x, y, T, n / T, NULL)) {
         RUN(x, "swiglu", cuda_swiglu_q8_1(g, u, cx_of(x)->xq, cx_of(x)->ds, y, T, (int)(n / T), ST(x)));
         fused_q8(x, y, T, n / T);
+        return;
+    }
+    if (T > 0 && n % T == 0 && fuse_bf16(x, T, n / T)) {
+        RUN(x, "swiglu", cuda_swiglu_bf16(g, u, y, cx_of(x)->xb, n, ST(x)));
+        fused_bf16(x, y, T, n / T);
         return;
     }
     RUN(x, "swiglu", cuda_swiglu(g, u, y, n, ST(x)));
@@ -266,9 +294,9 @@ static void cx_add_bias(exec *x, float *y, const weight *bias, int T, int N) {
             if (c->pend.y[i] == y && c->pend.q[i].N == N && !c->pend.q[i].bias) {
                 const float *b = cx_f32(x, bias, "add_bias");
                 if (!b) return;
-                /* the q8_1 record stays: y is a pending GEMV's output, which never overlaps the rows the
-                 * record holds (wrote() drops it when a matmul's output does), so the next projection over
-                 * the same input still joins the group */
+                /* the q8_1 (and bf16) record stays: y is a pending GEMV's output, which never overlaps the
+                 * rows the record holds (wrote() drops it when a matmul's output does), so the next
+                 * projection over the same input still joins the group */
                 x->stats.n_ops++;
                 c->pend.q[i].bias = b;
                 return;
@@ -473,7 +501,7 @@ static void cx_add_gated_rows(exec *x, float *y, const float *in, const float *g
     if (c->pop.kind == CX_POP_COMBINE && c->pop.x == y && c->pop.T == T && c->pop.width == C && !x->status &&
         apart(y, yb, in, yb) && apart(y, yb, gate, sizeof(float) * (size_t)T)) { /* the combine's y += it */
         x->stats.n_ops++;
-        c->xq_src = NULL;
+        c->xq_src = c->xb_src = NULL;
         c->pop.kind = CX_POP_COMBINE_GATED, c->pop.in2 = in, c->pop.gate2 = gate;
         return;
     }

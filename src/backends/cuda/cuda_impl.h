@@ -95,6 +95,10 @@ typedef struct cuda_exec {
     int xq_n;
     int64_t xq_K;
     uint16_t *xb;         /* [R][K] bf16 activations of the GEMM ([RK][K] in an MoE executor) */
+    const float *xb_src;  /* xb holds bf16 of xb_src[xb_n][xb_K] (NULL: nothing reusable; cuda_backend.c bf16_in);
+                           * dropped wherever xq_src is */
+    int xb_n;
+    int64_t xb_K;
     int32_t *moe_g;       /* the grouped expert product's slot lists and tiles (cuda_moe_group) */
     int64_t moe_g_n;      /* ints moe_g holds: cuda_moe_group_ints of RK slots (0: no pass of GEMM rows) */
     float *gpart;         /* the GEMM's split-K slices (cuda_gemm_part_floats of R rows at its largest) */

@@ -144,6 +144,10 @@ int cuda_gdn_seq(float *S, const float *q, const float *k, const float *v, const
  * T * H heads with C = D for per-head norms. */
 int cuda_rms_norm(const float *x, const float *w, float *y, int R, int C, float eps, cudaStream_t s);
 int cuda_swiglu(const float *g, const float *u, float *y, int64_t n, cudaStream_t s);     /* y = silu(g) * u */
+/* the same y, and yb = bf16(y) (round to nearest even: cuda_f32_to_bf16's bits) in the same launch: the input
+ * of a GEMM (cuda_gemm_q, the two-pass products) without its conversion launch */
+int cuda_rms_norm_bf16(const float *x, const float *w, float *y, uint16_t *yb, int R, int C, float eps, cudaStream_t s);
+int cuda_swiglu_bf16(const float *g, const float *u, float *y, uint16_t *yb, int64_t n, cudaStream_t s);
 int cuda_geglu(const float *g, const float *u, float *y, int64_t n, cudaStream_t s);      /* y = gelu_tanh(g) * u */
 int cuda_sigmoid_mul(float *y, const float *gate, int64_t n, cudaStream_t s);              /* y *= sigmoid(gate) */
 int cuda_add(float *y, const float *x, int64_t n, cudaStream_t s);                         /* y += x */

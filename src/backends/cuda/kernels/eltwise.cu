@@ -2,6 +2,7 @@
  * qwen35 attention, and the residual add. Grid-stride loops over n values, 256 threads a block, float4
  * loads where n and the pointers allow (the launchers pick). Float products are written with
  * __fmul_rn/__fadd_rn (no FFMA contraction). */
+#include <cuda_bf16.h>
 #include <stdint.h>
 
 #include "backends/cuda/kernels/cuda_common.cuh"
@@ -14,10 +15,14 @@ static __device__ __forceinline__ float gelu_tanh(float x) {
 }
 static __device__ __forceinline__ float sigmoid(float g) { return 1.0f / __fadd_rn(1.0f, expf(-g)); }
 
-__global__ void k_swiglu(const float *g, const float *u, float *y, int64_t n) {
+/* yb (cuda_swiglu_bf16): each output also as bf16, round to nearest even (cuda_f32_to_bf16's of y) */
+__global__ void k_swiglu(const float *g, const float *u, float *y, __nv_bfloat16 *yb, int64_t n) {
     pdl_enter();
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = __fmul_rn(silu(g[i]), u[i]);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = __fmul_rn(silu(g[i]), u[i]);
+        y[i] = v;
+        if (yb) yb[i] = __float2bfloat16_rn(v);
+    }
 }
 __global__ void k_geglu(const float *g, const float *u, float *y, int64_t n) {
     pdl_enter();
@@ -49,7 +54,12 @@ static unsigned grid_for(int64_t n) {
 
 extern "C" int cuda_swiglu(const float *g, const float *u, float *y, int64_t n, cudaStream_t s) {
     if (!g || !u || !y || n < 1) return CUDA_KERR_ARGS;
-    kl(k_swiglu, grid_for(n), 256, 0, s, g, u, y, n);
+    kl(k_swiglu, grid_for(n), 256, 0, s, g, u, y, (__nv_bfloat16 *)NULL, n);
+    return launch_status();
+}
+extern "C" int cuda_swiglu_bf16(const float *g, const float *u, float *y, uint16_t *yb, int64_t n, cudaStream_t s) {
+    if (!g || !u || !y || !yb || n < 1) return CUDA_KERR_ARGS;
+    kl(k_swiglu, grid_for(n), 256, 0, s, g, u, y, (__nv_bfloat16 *)yb, n);
     return launch_status();
 }
 extern "C" int cuda_geglu(const float *g, const float *u, float *y, int64_t n, cudaStream_t s) {

@@ -3,9 +3,9 @@
  * activations rounded to f16 / bf16; keeping them f32 here only lowers the error). Also the grouped expert
  * form: every routed slot (t, j) multiplies its own expert's matrix, the expert id read on the device.
  *
- * Grid: blockIdx.x covers 4 output rows n (one warp each, lanes split K); blockIdx.y is a group of 8 token
- * rows (plain form) or one routed slot (expert form: expert sel[slot], activation row slot / xdiv, output
- * row slot). A warp reads its weight row once per 8 tokens. The plain form also takes up to
+ * Grid: blockIdx.x covers 4 output rows n (16 where T > 1 without experts; one warp each, lanes split K);
+ * blockIdx.y is a group of 8 token rows (plain form) or one routed slot (expert form: expert sel[slot],
+ * activation row slot / xdiv, output row slot). A warp reads its weight row once per 8 tokens. The plain form also takes up to
  * CUDA_MATMUL_F_GROUP matrices of one type and K over the same x in one launch (an MoE's router and its
  * shared expert's gate: two launches of a few us each became one), member i's blocks after member i - 1's;
  * a row's operations do not depend on its member or the others, so each member's y is bit for bit its own
@@ -64,8 +64,8 @@ struct mf_mats {
     unsigned b[CUDA_MATMUL_F_GROUP + 1];
 };
 
-template <int WT, bool V4, int MAXT>
-__global__ void __launch_bounds__(128)
+template <int WT, bool V4, int MAXT, int RPB>
+__global__ void __launch_bounds__(32 * RPB)
     k_matmul_f(const mf_mats P, const float *__restrict__ x, int K, int T, const int32_t *__restrict__ sel, int E,
                int xdiv, int slot0) {
     pdl_enter();
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int i = 1; i < CUDA_MATMUL_F_GROUP; i++)
         if (blockIdx.x >= P.b[i]) W = P.W[i], y = P.y[i], N = P.N[i], b0 = P.b[i];
-    const int lane = threadIdx.x & 31, n = (int)(blockIdx.x - b0) * 4 + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31, n = (int)(blockIdx.x - b0) * RPB + (threadIdx.x >> 5);
     if (n >= N) return;
     int64_t wrow = n, xr0, yr0;
     int nt;
@@ -144,11 +144,16 @@ __global__ void __launch_bounds__(128)
 template <int WT>
 static void launch_f(const void *const *W, float *const *y, const int *N, int n, const float *x, int K, int T,
                      const int32_t *sel, int E, int xdiv, cudaStream_t s) {
+    /* rows a block (a warp each): 4, or 16 where blocks of 8 tokens run (T > 1, not the expert form), whose
+     * warps then share each token's x through L1 among 16 rows instead of 4 (the MoE router at 512 tokens
+     * read ~270 MB of x from L2 at 4 rows a block); a row's products and their order are the warp's alone,
+     * so the bits do not depend on it */
+    const int rpb = T > 1 && !sel ? 16 : 4;
     mf_mats P = {};
     bool wal = true; /* every member's rows on the load's boundary */
     for (int i = 0; i < n; i++) {
         P.W[i] = W[i], P.y[i] = y[i], P.N[i] = N[i];
-        P.b[i + 1] = P.b[i] + (unsigned)((N[i] + 3) / 4);
+        P.b[i + 1] = P.b[i] + (unsigned)((N[i] + rpb - 1) / rpb);
         wal = wal && (uintptr_t)W[i] % (WT == QT_F32 ? 16 : 8) == 0;
     }
     for (int i = n + 1; i <= CUDA_MATMUL_F_GROUP; i++) P.b[i] = P.b[n]; /* no block reaches a missing member */
@@ -156,8 +161,13 @@ static void launch_f(const void *const *W, float *const *y, const int *N, int n,
     /* 4 values a load: K % 4 == 0 keeps every row start aligned if W and x are (16 bytes for the f32 loads,
      * 8 for the f16 / bf16 weight loads) */
     const bool v4 = K % 4 == 0 && wal && (uintptr_t)x % 16 == 0;
-    /* one token a block (T = 1, or the expert form): the unrolled one-token kernel */
-    auto kern = v4 ? (T == 1 || sel ? k_matmul_f<WT, true, 1> : k_matmul_f<WT, true, 8>) : k_matmul_f<WT, false, 8>;
+    if (!sel && T > 1) {
+        auto kern = v4 ? k_matmul_f<WT, true, 8, 16> : k_matmul_f<WT, false, 8, 16>;
+        kl(kern, dim3(gx, (unsigned)((T + 7) / 8)), 32 * 16, 0, s, P, x, K, T, nullptr, E, 1, 0);
+        return;
+    }
+    /* one token a block (T = 1, or the expert form): the unrolled one-token kernel where v4 */
+    auto kern = v4 ? k_matmul_f<WT, true, 1, 4> : k_matmul_f<WT, false, 8, 4>;
     if (!sel) {
         kl(kern, dim3(gx, (unsigned)((T + 7) / 8)), 128, 0, s, P, x, K, T, nullptr, E, 1, 0);
         return;
