@@ -12,7 +12,8 @@
 #                                            gemv-lean-role | gemv-pipe-role | matmul-f-group |
 #                                            gemv-bias-member | gemv-early-chunk |
 #                                            wgmma-k-order | mmq-slot-scale | bf16-stale-record |
-#                                            norm-bf16-unwritten]
+#                                            norm-bf16-unwritten | gated-norm-bf16-unwritten |
+#                                            mmq-dense-tile]
 # Staged binaries share one xz bundle, where a plant adds little to the real binary's ~6.3 MB (a build with
 # -DLLM170_CUDA_ARCHS=90a-real), so several plants fit in a call beside it (the 64 MiB cap, gpu-bundle.sh).
 # cudagraph-stale-upload: a captured pass's upload skips the copy into the staging buffer once an exec
@@ -77,6 +78,12 @@
 # converted: the engine check's 100-token prompts must fail (every arch), and cuda-check's rms_norm_bf16 cases pass
 # (the kernel is right). Seen failing 8 engine-check rows (every arch's 100-token prompt) on an H100 (2026-12-07
 # 23:20); its conformance suite passed (no case runs a norm before a GEMM).
+# gated-norm-bf16-unwritten: a GDN layer's gated_norm in a prompt keeps the record that xb holds o's bf16 but
+# writes none, so ssm_out's GEMM reads the bf16 the GEMM before converted: the engine check's 100-token prompts of
+# the qwen35 / qwen35moe models must fail.
+# mmq-dense-tile: the dense int8 product (a batched decode step's rows) forgets its tile's first row, so every
+# tile after the first recomputes the first tile's rows: cuda-check's mmq_dense cases of two tiles (40 and 100
+# rows) and the conformance suite's 40 one-token sequences must fail.
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

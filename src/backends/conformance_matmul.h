@@ -118,6 +118,29 @@ static void check_matmul_alone(rng *r, enum qtype t, const char *name, int64_t K
     free(x), free(y), free(wd), free(d);
 }
 
+/* S one-token sequences in one pass (a batched decode step: a GPU takes more than 8 such rows through a
+ * tensor-core product of other bits than its one-row form): every output within expect_matmul's bound. Alone
+ * against in the batch is compared by check_matmul_alone's 3, where the bits must match. */
+static void check_matmul_seqs(rng *r, enum qtype t, const char *name, int64_t K, int64_t N, int S) {
+    weight w;
+    void *d;
+    gguf_tensor g;
+    if (!make_weight(r, t, K, N, 1, &w, &d, &g)) return;
+    float *wd = malloc(sizeof(float) * (size_t)(K * N));
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)S);
+    pass_span *spans = malloc(sizeof(pass_span) * (size_t)S);
+    dequant(&w, d, N, wd);
+    for (int i = 0; i < S; i++) idx[i] = i, spans[i] = (pass_span){1, 1};
+    float *x = randn(r, S * K, 1), *dx = upf(x, S * K), *dy = upf(NULL, S * N);
+    X->ops->begin_pass(X, spans, S);
+    X->ops->matmul(X, &w, 0, dx, dy, S, MM_ROWS_PASS);
+    float *y = down(dy, S * N);
+    char what[80];
+    snprintf(what, sizeof what, "%s, %d one-token sequences", name, S);
+    expect_matmul("matmul", what, t, y, wd, x, idx, S, N, K, NULL);
+    free(x), free(y), free(wd), free(d), free(idx), free(spans);
+}
+
 /* Two matrices of one type over the same input back to back (an MoE's router and its shared expert's gate,
  * N2 = 1: the CUDA executor launches them as one), then a float matmul that reads the first one's output
  * (it must run after them): each output within expect_matmul's bound, and each of the pair bit for bit what
@@ -406,6 +429,7 @@ static void check_matmuls(rng *r) {
          * the same: bf16 activations and weights round by at most 2^-8 relative, under half a q8 step of
          * the block's amax for all but the largest values) */
         check_matmul_pass(r, t, name, K, 38, 19, 19, "38 rows, pass of 19");
+        check_matmul_seqs(r, t, name, K, 38, 40); /* 40: two of a GPU's 32-row tiles */
         check_matmul_bias(r, t, name, K, 1); /* one token (decode) and a span of 5 */
         check_matmul_bias(r, t, name, K, 5);
         /* float weights with K % 4 != 0, 3 rows (a GPU's 4-values-a-load kernel needs K % 4 == 0: its other

@@ -148,6 +148,7 @@ CASE(gvb_q5_k_4096_t33, check_gemv(QT_Q5_K, 263, 4096, 33, s, b, r, e))
 CASE(gvb_q6_k_t64, check_gemv(QT_Q6_K, 263, 2816, 64, s, b, r, e))
 CASE(gvb_q4_k_14336_t17, check_gemv(QT_Q4_K, 300, 14336, 17, s, b, r, e))
 CASE(gvb_q4_0_896_t24, check_gemv(QT_Q4_0, 263, 896, 24, s, b, r, e))
+CASE(gvb_q4_k_4096_14336_16, check_gemv(QT_Q4_K, 14336, 4096, 16, s, b, r, e))
 CASE(gvb_q4_k_4096_14336_64, check_gemv(QT_Q4_K, 14336, 4096, 64, s, b, r, e))
 CASE(gvb_q6_k_4096_14336_64, check_gemv(QT_Q6_K, 14336, 4096, 64, s, b, r, e))
 CASE(gvb_q4_k_14336_4096_64, check_gemv(QT_Q4_K, 4096, 14336, 64, s, b, r, e))
@@ -320,6 +321,7 @@ const cuda_check_case cuda_check_decode_cases[] = {
     {"gemv", "q6_k K2816 N263 T64 (batched)", gvb_q6_k_t64},
     {"gemv", "q4_k K14336 N300 T17 (batched)", gvb_q4_k_14336_t17},
     {"gemv", "q4_0 K896 N263 T24 (batched)", gvb_q4_0_896_t24},
+    {"gemv", "q4_k K4096 N14336 T16 (batched)", gvb_q4_k_4096_14336_16},
     {"gemv", "q4_k K4096 N14336 T64 (batched)", gvb_q4_k_4096_14336_64},
     {"gemv", "q6_k K4096 N14336 T64 (batched)", gvb_q6_k_4096_14336_64},
     {"gemv", "q4_k K14336 N4096 T64 (batched)", gvb_q4_k_14336_4096_64},

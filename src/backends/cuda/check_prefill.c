@@ -306,7 +306,11 @@ WGMMA_CASE(wb_kv_512_128, 1024, 4096, 512, 128, true)
 WGMMA_CASE(wb_kv_512_256, 1024, 4096, 512, 256, true)
 #define MMQ_CASE(fn, type, E, N, K, tokens, topk, per_slot, big)                                                  \
     static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
-        return pf_mmq_case(type, E, N, K, tokens, topk, per_slot, big, seed, bench, r, e);                    \
+        return pf_mmq_case(type, E, N, K, tokens, topk, per_slot, big, false, seed, bench, r, e);             \
+    }
+#define MMQ_DENSE_CASE(fn, type, N, K, T, big)                                                                  \
+    static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
+        return pf_mmq_case(type, 1, N, K, T, 1, true, big, true, seed, bench, r, e);                          \
     }
 /* the int8 tensor-core form (check_prefill_mmq.c). Small: 303 slots (odd), experts of 0, 1 and 70 slots and a
  * planted unrouted slot, N not a multiple of the 64-row block, K 256 .. 2048 (1 to 8 k steps) */
@@ -323,6 +327,22 @@ MMQ_CASE(qb_down_512, QT_Q6_K, 256, 2048, 512, 512, 8, true, true)
 MMQ_CASE(qb_down4_512, QT_Q4_K, 256, 2048, 512, 512, 8, true, true)
 MMQ_CASE(qb_gate_4096, QT_Q4_K, 256, 512, 2048, 4096, 8, false, true)
 MMQ_CASE(qb_down_4096, QT_Q6_K, 256, 2048, 512, 4096, 8, true, true)
+/* the dense form (cuda_mmq_dense: a batched decode step's rows). Small: 9 to 100 rows (one or two tiles of 32
+ * or 64), N not a multiple of 64; bench: the llama 8B's matrices at 16, 32 and 64 sequences */
+MMQ_DENSE_CASE(d_q4_k, QT_Q4_K, 80, 2048, 40, false)
+MMQ_DENSE_CASE(d_q6_k, QT_Q6_K, 100, 512, 100, false)
+MMQ_DENSE_CASE(d_q5_k, QT_Q5_K, 70, 1280, 9, false)
+MMQ_DENSE_CASE(d_q4_0, QT_Q4_0, 64, 256, 17, false)
+MMQ_DENSE_CASE(d_q8_0, QT_Q8_0, 72, 768, 64, false)
+MMQ_DENSE_CASE(d_q4_1, QT_Q4_1, 50, 1024, 33, false)
+MMQ_DENSE_CASE(d_q5_0, QT_Q5_0, 96, 512, 48, false)
+MMQ_DENSE_CASE(db_up_16, QT_Q4_K, 14336, 4096, 16, true)
+MMQ_DENSE_CASE(db_up_32, QT_Q4_K, 14336, 4096, 32, true)
+MMQ_DENSE_CASE(db_up_64, QT_Q4_K, 14336, 4096, 64, true)
+MMQ_DENSE_CASE(db_dn_64, QT_Q4_K, 4096, 14336, 64, true)
+MMQ_DENSE_CASE(db_dn6_64, QT_Q6_K, 4096, 14336, 64, true)
+MMQ_DENSE_CASE(db_q_64, QT_Q4_K, 4096, 4096, 64, true)
+MMQ_DENSE_CASE(db_kv_64, QT_Q4_K, 1024, 4096, 64, true)
 
 #define ATTN_CASE(fn, D, Hq, Hkv, T, pos0, window, big)                                                        \
     static int fn(uint64_t seed, bool bench, cuda_check_result *r, err *e) {                                  \
@@ -378,6 +398,13 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"mmq_experts", "q8_0 8x72x768 101 tokens x 3", q_q8_0},
     {"mmq_experts", "q4_1 8x50x1024 101 tokens x 3 per slot", q_q4_1},
     {"mmq_experts", "q5_0 8x96x512 101 tokens x 3", q_q5_0},
+    {"mmq_dense", "q4_k 80x2048 40 rows", d_q4_k},
+    {"mmq_dense", "q6_k 100x512 100 rows", d_q6_k},
+    {"mmq_dense", "q5_k 70x1280 9 rows", d_q5_k},
+    {"mmq_dense", "q4_0 64x256 17 rows", d_q4_0},
+    {"mmq_dense", "q8_0 72x768 64 rows", d_q8_0},
+    {"mmq_dense", "q4_1 50x1024 33 rows", d_q4_1},
+    {"mmq_dense", "q5_0 96x512 48 rows", d_q5_0},
     {"flash_attn_prefill", "D=128 Hq=8/2 T=200", a_128},
     {"flash_attn_prefill", "D=64 Hq=4/4 T=130 pos0=70", a_64_prefix},
     {"flash_attn_prefill", "D=256 Hq=8/2 T=300 win=100", a_256_win},
@@ -428,6 +455,13 @@ const cuda_check_case cuda_check_prefill_cases[] = {
     {"mmq_experts", "q4_k 256x2048x512 512 tokens x 8 per slot pbench", qb_down4_512},
     {"mmq_experts", "q4_k 256x512x2048 4096 tokens x 8 pbench", qb_gate_4096},
     {"mmq_experts", "q6_k 256x2048x512 4096 tokens x 8 per slot pbench", qb_down_4096},
+    {"mmq_dense", "q4_k 14336x4096 16 rows pbench", db_up_16},
+    {"mmq_dense", "q4_k 14336x4096 32 rows pbench", db_up_32},
+    {"mmq_dense", "q4_k 14336x4096 64 rows pbench", db_up_64},
+    {"mmq_dense", "q4_k 4096x14336 64 rows pbench", db_dn_64},
+    {"mmq_dense", "q6_k 4096x14336 64 rows pbench", db_dn6_64},
+    {"mmq_dense", "q4_k 4096x4096 64 rows pbench", db_q_64},
+    {"mmq_dense", "q4_k 1024x4096 64 rows pbench", db_kv_64},
     {"flash_attn_prefill", "D=128 Hq=32/8 T=4096 pbench", ab_8b_4096},
     {"flash_attn_prefill", "D=256 Hq=24/4 T=4096 pbench", ab_27b_4096},
     {"flash_attn_prefill", "D=128 Hq=32/8 T=1024 pos0=31744 pbench", ab_8b_32k_tail},

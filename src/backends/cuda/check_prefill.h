@@ -37,7 +37,7 @@ int pf_moe_case(int type, int E, int N, int K, int tokens, int topk, bool per_sl
 /* the wgmma product (check_prefill_wgmma.c): every output of both tiles (small), or the tile bn sampled and
  * timed (big) */
 int pf_wgmma_case(int T, int N, int K, int bn, bool big, uint64_t seed, bool bench, cuda_check_result *r, err *e);
-int pf_mmq_case(int type, int E, int N, int K, int tokens, int topk, bool per_slot, bool big, uint64_t seed,
+int pf_mmq_case(int type, int E, int N, int K, int tokens, int topk, bool per_slot, bool big, bool dense, uint64_t seed,
                 bool bench, cuda_check_result *r, err *e);
 int pf_attn_case(int D, int Hq, int Hkv, int T, int pos0, int window, bool big, uint64_t seed, bool bench,
                  cuda_check_result *r, err *e);

@@ -22,7 +22,11 @@
  * its sentinel bits, the first half of the tokens alone give the bits they had among all (chunked prefill =
  * one pass), and (small cases) tiles of 32 and of 64 slots give the same bits. Any of these failing sets
  * max_err to 1e9. --bench times cuda_moe_group + cuda_mmq_experts, as gemm_experts times the grouping and its
- * product (the q8_1 quantization, like gemm_experts' bf16 conversion, not included). */
+ * product (the q8_1 quantization, like gemm_experts' bf16 conversion, not included).
+ *
+ * Dense cases (cuda_mmq_dense: one matrix, a row a slot, no table; the executor's batched decode rows): the
+ * same checks but the table's and the planted slot's, plus the bits of the grouped form with every slot on
+ * expert 0. --bench times cuda_mmq_dense alone. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +44,7 @@ enum { MMQ_SAMPLES = 512, MMQ_BIG_EXPERT = 70 };
 typedef struct mmq_ctx {
     cuda_qmat W; /* device planes of all E * N rows; W.N = N */
     int E, slots, xdiv, bm;
+    bool dense; /* cuda_mmq_dense (E = 1, slots in order, no table) */
     const int32_t *sel;
     const int8_t *xq;
     const float *ds;
@@ -48,6 +53,7 @@ typedef struct mmq_ctx {
 } mmq_ctx;
 
 static int mmq_run(const mmq_ctx *c, cudaStream_t s, err *e) {
+    if (c->dense) return pf_kerr(cuda_mmq_dense(&c->W, c->xq, c->ds, c->Y, c->slots, c->bm, s), "cuda_mmq_dense", e);
     int rc = pf_kerr(cuda_moe_group(c->sel, c->slots, c->E, c->bm, c->g, s), "cuda_moe_group", e);
     if (!rc) rc = pf_kerr(cuda_mmq_experts(&c->W, c->E, c->xq, c->ds, c->xdiv, c->g, c->bm, c->Y, c->slots, s),
                           "cuda_mmq_experts", e);
@@ -95,12 +101,14 @@ static int mmq_score(const mmq_host *h, int s, int n, float y, double *worst, do
     return memcmp(&y, &ym, sizeof y) != 0;
 }
 
-int pf_mmq_case(int type, int E, int N, int K, int tokens, int topk, bool per_slot, bool big, uint64_t seed, bool bench,
-                cuda_check_result *res, err *e) {
+int pf_mmq_case(int type, int E, int N, int K, int tokens, int topk, bool per_slot, bool big, bool dense, uint64_t seed,
+                bool bench, cuda_check_result *res, err *e) {
     const enum qtype t = (enum qtype)type;
     const quant_ops *ops = quant_ops_get(t, QUANT_ISA_SCALAR);
     const qtype_info *qi = qtype_get((uint32_t)type);
     if (!ops || !ops->to_float || !qi) return err_set(e, ERR_UNSUPPORTED, "no CPU dequantizer for this type");
+    if (dense && (E != 1 || topk != 1 || !per_slot))
+        return err_set(e, ERR_ARG, "a dense case is one matrix, a row a slot");
     if (!cuda_mmq_experts_supports(type, K))
         return err_set(e, ERR_UNSUPPORTED, "cuda_mmq_experts refuses %s K %d", qi->name, K);
     const int slots = tokens * topk, n_in = per_slot ? slots : tokens, xdiv = per_slot ? 1 : topk, U = K / 32;
@@ -119,7 +127,7 @@ int pf_mmq_case(int type, int E, int N, int K, int tokens, int topk, bool per_sl
     int8_t *xq = malloc((size_t)n_in * K);
     int32_t *sel = malloc(sizeof(int32_t) * (size_t)slots), *g = malloc(sizeof(int32_t) * (size_t)g_n);
     float *Xd = NULL;
-    mmq_ctx c = {.E = E, .slots = slots, .xdiv = xdiv};
+    mmq_ctx c = {.E = E, .slots = slots, .xdiv = xdiv, .dense = dense};
     void *dq = NULL, *dh = NULL, *dm = NULL;
     int32_t *seld = NULL;
     if (!Wh || !qs || !hi || !meta || !X || !ds || !Y || !Yh || (!big && !Wf) || !wrow || !xq || !sel || !g) {
@@ -127,7 +135,10 @@ int pf_mmq_case(int type, int E, int N, int K, int tokens, int topk, bool per_sl
         goto done;
     }
     pf_normal(&r, X, (int64_t)n_in * K, 1.0f);
-    mmq_route(&r, sel, tokens, topk, E, !big);
+    if (dense)
+        memset(sel, 0, sizeof(int32_t) * (size_t)slots); /* the host model's rows; the kernel reads no table */
+    else
+        mmq_route(&r, sel, tokens, topk, E, !big);
     if (!quant_random_blocks(t, Wh, rows * (K / qi->blck), 0.02f, &r)) {
         rc = err_set(e, ERR_UNSUPPORTED, "no random generator for this type");
         goto done;
@@ -152,13 +163,13 @@ int pf_mmq_case(int type, int E, int N, int K, int tokens, int topk, bool per_sl
     rc = pf_kerr(cuda_quantize_q8_1(Xd, (int8_t *)c.xq, (float *)c.ds, n_in, K, 0), "cuda_quantize_q8_1", e);
     if (!rc) rc = mmq_run(&c, 0, e);
     if (!rc) rc = cu_download(Y, c.Y, sizeof(float) * (size_t)slots * N, e);
-    if (!rc) rc = cu_download(g, c.g, sizeof(int32_t) * (size_t)g_n, e);
+    if (!rc && !dense) rc = cu_download(g, c.g, sizeof(int32_t) * (size_t)g_n, e);
     if (!rc) rc = cu_download(xq, c.xq, (size_t)n_in * K, e);
     if (!rc) rc = cu_download(ds, c.ds, sizeof(float) * (size_t)n_in * U * 2, e);
     if (rc) goto done;
 
-    const char *fault = pf_moe_table_fault(g, sel, slots, E, c.bm);
-    const int planted = big ? -1 : slots - 1;
+    const char *fault = dense ? NULL : pf_moe_table_fault(g, sel, slots, E, c.bm);
+    const int planted = big || dense ? -1 : slots - 1;
     const mmq_host h = {.type = t, .N = N, .K = K, .xdiv = xdiv, .Wh = Wh, .qs = qs, .hi = hi, .meta = meta, .X = X,
                         .Wf = Wf, .xq = xq, .ds = ds, .sel = sel, .wrow = wrow};
     double worst = 0, worst_q = 0, worst_abs = 0;
@@ -190,12 +201,22 @@ int pf_mmq_case(int type, int E, int N, int K, int tokens, int topk, bool per_sl
         bad_tile = pf_bits_differ(Y, Yh, (int64_t)slots * N);
     }
     c.bm = cuda_mmq_tile(slots, E);
-    if (fault || bad_planted || bad_half || bad_tile || bad_bits || !(worst_q <= 1)) worst = 1e9;
+    int64_t bad_table = 0; /* dense: the grouped form with every slot on expert 0 gives the same bits */
+    if (dense) {
+        c.dense = false;
+        rc = mmq_run(&c, 0, e);
+        if (!rc) rc = cu_download(Yh, c.Y, sizeof(float) * (size_t)slots * N, e);
+        c.dense = true;
+        if (rc) goto done;
+        bad_table = pf_bits_differ(Y, Yh, (int64_t)slots * N);
+    }
+    if (fault || bad_planted || bad_half || bad_tile || bad_table || bad_bits || !(worst_q <= 1)) worst = 1e9;
     snprintf(res->detail, sizeof res->detail,
-             "%d outputs; model bits %lld differ; abs err %.2g; f32 part %.2f; table %s; half %lld, tiles %lld "
+             "%d outputs; model bits %lld differ; abs err %.2g; f32 part %.2f; table %s; half %lld, tiles %lld%s "
              "differ%s",
              checks, (long long)bad_bits, worst_abs, worst_q, fault ? fault : "ok", (long long)bad_half,
-             (long long)bad_tile, bad_planted ? "; unrouted row written" : "");
+             (long long)bad_tile, dense ? (bad_table ? ", grouped form some" : ", grouped form 0") : "",
+             bad_planted ? "; unrouted row written" : "");
     res->max_err = worst;
     res->tol = 1.0;
     if (bench && big) {

@@ -191,6 +191,25 @@ static bool fpend_joins(const cuda_exec *c, const cuda_weight *cw, const float *
     return true;
 }
 
+/* More than 8 GEMV rows in a run (a batched decode step's one-token spans, side by side) take the int8
+ * tensor-core product (cuda_mmq_dense) where it takes the type: the 8B's step at 64 sequences spent most of
+ * its time in the 8-row GEMV over chunks of 8, whose float work in the one-row order bounds it (docs/cuda.md).
+ * Its outputs are within the matmul bound, not the one-row launch's bits: above 8 one-token spans a step, a
+ * sequence's logits depend on its batch by rounding (as llama.cpp's and vLLM's do). LLM170_CUDA_BATCH_MMQ=0
+ * keeps the chunked GEMV and with it the bit-exact batch invariant at every batch size. */
+static bool use_batch_mmq(void) {
+    static int v; /* 0 not yet read, 1 off, 2 on */
+    int s = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (!s) {
+        const char *e = getenv("LLM170_CUDA_BATCH_MMQ");
+        s = e && e[0] == '0' ? 1 : 2;
+        __atomic_store_n(&v, s, __ATOMIC_RELAXED);
+    }
+    return s == 2;
+}
+
+static bool cw_planes(const weight *w) { return ((const cuda_weight *)w->data)->planes; }
+
 /* rows [r0, r0 + n) of x through the GEMV (up to 8: deferred, cx_pend_flush; more: one batched launch) */
 static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *in, float *y, int r0, int n) {
     cuda_exec *c = cx_of(x);
@@ -203,6 +222,13 @@ static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *i
         if (!joins) c->pend.T = n, c->pend.name = w->name, c->pend.sel = NULL;
         c->pend.q[c->pend.n] = *q, c->pend.y[c->pend.n] = y + (int64_t)r0 * N;
         c->pend.n++;
+        return;
+    }
+    if (use_batch_mmq() && cw_planes(w) && cuda_mmq_experts_supports(q->type, K)) {
+        /* the batched decode rows on int8 tensor cores (kernels/mmq.cu): W read once per tile of 32 or 64 rows */
+        cx_prof_mark(x, "mmq_dense", w->name);
+        cx_kfail(x, cuda_mmq_dense(q, c->xq, c->ds, y + (int64_t)r0 * N, n, cuda_mmq_tile(n, 1), c->st), "matmul",
+                 w->name);
         return;
     }
     /* one launch over every row (W read from memory once, chunks of 8 rows inside), CUDA_GEMV_BATCH_MAX at a time */

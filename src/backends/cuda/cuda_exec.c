@@ -439,6 +439,11 @@ static void cx_gated_norm(exec *x, float *o, const float *z, const weight *w, in
     const float *wd = cx_f32(x, w, "gated_norm");
     if (!wd || T <= 0) return;
     RUN(x, "gated_norm", cuda_rms_norm(o, wd, o, T * Hv, Dv, eps, ST(x)));
+    if (fuse_bf16(x, T, (int64_t)Hv * Dv)) { /* a prompt: o's bf16 for the out projection's GEMM too */
+        RUN(x, "gated_norm", cuda_swiglu_bf16(z, o, o, cx_of(x)->xb, (int64_t)T * Hv * Dv, ST(x)));
+        fused_bf16(x, o, T, (int64_t)Hv * Dv);
+        return;
+    }
     RUN(x, "gated_norm", cuda_swiglu(z, o, o, (int64_t)T * Hv * Dv, ST(x))); /* o = silu(z) * o */
 }
 

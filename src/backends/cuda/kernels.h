@@ -286,6 +286,10 @@ int cuda_mmq_experts_supports(int type, int64_t K);
 int cuda_mmq_tile(int n_slots, int E);
 int cuda_mmq_experts(const cuda_qmat *W, int E, const int8_t *xq, const float *ds, int xdiv, const int32_t *g, int bm,
                      float *Y, int n_slots, cudaStream_t s);
+/* The same kernel over one matrix: Y[T][W->N] = x[T] . W^T for T q8_1 rows in order, tiles of bm = 32 or 64 rows
+ * (cuda_mmq_tile(T, 1)); the bits cuda_mmq_experts gives with E = 1 and every slot on expert 0. The executor's
+ * batched decode rows (more than 8 one-token spans a step): W read once per bm rows, not once per 8. */
+int cuda_mmq_dense(const cuda_qmat *W, const int8_t *xq, const float *ds, float *Y, int T, int bm, cudaStream_t s);
 /* y[n] = bf16(x[n]) (round to nearest even): activations for cuda_gemm_q */
 int cuda_f32_to_bf16(const float *x, uint16_t *y, int64_t n, cudaStream_t s);
 

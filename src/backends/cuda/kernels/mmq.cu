@@ -30,7 +30,10 @@
  * Bits: every output is its row's units in order through mmq_unit_acc, the integer sums exact: nothing
  * depends on the tile's other slots, its size (NT), the stage count or the grid, so a slot's result is the
  * same for any T and any routing of the others (prefill in chunks gives one pass's bits), and the host
- * model (mmq_unit.h over the same q8_1 rows) gives them too. */
+ * model (mmq_unit.h over the same q8_1 rows) gives them too.
+ *
+ * Dense form (cuda_mmq_dense, g NULL): one matrix over T rows in order, tile y the rows 8 NT y ..: the
+ * executor's batched decode rows (more than 8 one-token spans in a step), the bits of E = 1 with a table. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -277,12 +280,18 @@ __global__ void __launch_bounds__(MMQ_THREADS, 3) mmq_experts_kernel(mmq_args a)
     typedef mmq_smem<QT, NT, ST> L;
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ int slot_s[L::BS], xrow_s[L::BS];
-    if ((int)blockIdx.y >= a.g[a.n_slots]) return; /* past the tiles: uniform over the block */
-    const int32_t *tile = a.g + a.n_slots + 1 + 3 * blockIdx.y;
-    const int e = tile[0], first = tile[1], cnt = tile[2], cnt8 = (cnt + 7) & ~7;
+    int e = 0, first, cnt;
+    if (a.g) {
+        if ((int)blockIdx.y >= a.g[a.n_slots]) return; /* past the tiles: uniform over the block */
+        const int32_t *tile = a.g + a.n_slots + 1 + 3 * blockIdx.y;
+        e = tile[0], first = tile[1], cnt = tile[2];
+    } else { /* one matrix, the slots in order (cuda_mmq_dense): tile y is slots BS y .. */
+        first = (int)blockIdx.y * L::BS, cnt = min(L::BS, a.n_slots - first);
+    }
+    const int cnt8 = (cnt + 7) & ~7;
     const int n0 = blockIdx.x * MMQ_BW, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int r = threadIdx.x; r < L::BS; r += MMQ_THREADS) {
-        const int slot = r < cnt ? a.g[first + r] : -1;
+        const int slot = r < cnt ? (a.g ? a.g[first + r] : first + r) : -1;
         slot_s[r] = slot, xrow_s[r] = slot < 0 ? -1 : slot / a.xdiv;
     }
     __syncthreads();
@@ -351,7 +360,8 @@ template <enum qtype QT, int NT, int ST> static int mmq_cfg(const mmq_args &a, i
         cudaFuncSetAttribute(mmq_experts_kernel<QT, NT, ST>, cudaFuncAttributePreferredSharedMemoryCarveout,
                              cudaSharedmemCarveoutMaxShared) != cudaSuccess)
         return CUDA_KERR_LAUNCH;
-    const dim3 grid((unsigned)((a.N + MMQ_BW - 1) / MMQ_BW), (unsigned)cuda_moe_tiles_max(a.n_slots, E, L::BS));
+    const int64_t tiles = a.g ? cuda_moe_tiles_max(a.n_slots, E, L::BS) : (a.n_slots + L::BS - 1) / L::BS;
+    const dim3 grid((unsigned)((a.N + MMQ_BW - 1) / MMQ_BW), (unsigned)tiles);
     kl(mmq_experts_kernel<QT, NT, ST>, grid, MMQ_THREADS, (size_t)L::BYTES, s, a);
     return pf_launched();
 }
@@ -368,8 +378,9 @@ extern "C" int cuda_mmq_experts(const cuda_qmat *W, int E, const int8_t *xq, con
     if (!W) return CUDA_KERR_ARGS;
     if (!cuda_mmq_experts_supports(W->type, W->K)) return CUDA_KERR_UNSUPPORTED;
     const bool need_hi = gemv_hi_bytes(W->type) > 0;
-    if (!W->qs || !W->meta || (need_hi && !W->hi) || !xq || !ds || !g || !Y || E < 1 || n_slots < 1 || xdiv < 1 ||
-        W->N < 1 || W->N > INT32_MAX / 2 || (bm != 32 && bm != 64) || cuda_moe_tiles_max(n_slots, E, bm) > 65535 ||
+    if (!W->qs || !W->meta || (need_hi && !W->hi) || !xq || !ds || (!g && E != 1) || !Y || E < 1 || n_slots < 1 ||
+        xdiv < 1 || W->N < 1 || W->N > INT32_MAX / 2 || (bm != 32 && bm != 64) ||
+        cuda_moe_tiles_max(n_slots, E, bm) > 65535 ||
         (((uintptr_t)W->qs | (uintptr_t)W->meta | (uintptr_t)(need_hi ? W->hi : NULL) | (uintptr_t)xq) & 15) ||
         ((uintptr_t)ds & 7) || ((uintptr_t)Y & 3))
         return CUDA_KERR_ARGS;
@@ -384,4 +395,12 @@ extern "C" int cuda_mmq_experts(const cuda_qmat *W, int E, const int8_t *xq, con
     case QT_Q5_K: return mmq_launch<QT_Q5_K>(a, E, bm, s);
     default: return mmq_launch<QT_Q6_K>(a, E, bm, s);
     }
+}
+
+/* one matrix over T rows in order: the tiles cuda_moe_group would make for E = 1 (every slot on expert 0),
+ * without the table */
+extern "C" int cuda_mmq_dense(const cuda_qmat *W, const int8_t *xq, const float *ds, float *Y, int T, int bm,
+                              cudaStream_t s) {
+    if (W && W->bias) return CUDA_KERR_ARGS; /* as the batched GEMV: the executor adds a bias after */
+    return cuda_mmq_experts(W, 1, xq, ds, 1, NULL, bm, Y, T, s);
 }
