@@ -26,7 +26,15 @@
  * same order, so every logit of every step must be bit-identical (memcmp), no tolerance. Any difference
  * is a bug of the capture (a stale upload, a parameter baked into the graph, a pass run twice). The
  * 6-token prompt and every one-token step are captured passes; the 100-token prompt (step 0 of its row)
- * is eager on both, a control of the comparison itself. */
+ * is eager on both, a control of the comparison itself.
+ *
+ * A fifth run, `bat`: the device under test with ENGINE_BATCH sequences in one context. The compared prompt
+ * goes to the last sequence; the others get prompts and tokens of their own (filler), and every greedy step
+ * decodes all of them together, one token each, as a server's batched step does (on a GPU, more than 8
+ * one-token rows: the batched matmul family, batched decode attention). The last sequence's logits must meet
+ * the same bound against the truth and its picks the same rule; a batch path that mixes rows of sequences,
+ * drops a tile or reads another sequence's cache moves them by a large fraction of the range. ENGINE_BATCH
+ * is 40: more than one 32-row tile of the batched product. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +45,7 @@
 
 #define ENGINE_FLOOR 0.01
 #define ENGINE_STEPS 16
+#define ENGINE_BATCH 40
 
 static double bound_of(double e_cpu) {
     return 2 * e_cpu > ENGINE_FLOOR ? 2 * e_cpu : ENGINE_FLOOR;
@@ -68,7 +77,7 @@ typedef struct side {
     float *logits;
 } side;
 
-static int open_side(side *s, const char *path, const char *device, bool exact, int n_threads, char *msg,
+static int open_side(side *s, const char *path, const char *device, bool exact, int n_threads, int n_seq, char *msg,
                      size_t cap) {
     llm170_model_params mp = llm170_model_default_params();
     mp.device = device;
@@ -79,7 +88,7 @@ static int open_side(side *s, const char *path, const char *device, bool exact, 
         return -1;
     }
     llm170_context_params cp = llm170_context_default_params();
-    cp.n_seq = 1, cp.n_ctx = 512, cp.n_batch = 256;
+    cp.n_seq = n_seq, cp.n_ctx = 512, cp.n_batch = 256;
     if (llm170_context_new(s->m, &cp, &s->c)) {
         snprintf(msg, cap, "%s: cannot create a context on %s: %s", path, device, llm170_last_error());
         return -1;
@@ -101,6 +110,48 @@ static int step(side *s, const int32_t *toks, int n, char *msg, size_t cap, cons
         return -1;
     }
     memcpy(s->logits, llm170_logits(s->c, 0), sizeof(float) * (size_t)llm170_model_n_vocab(s->m));
+    return 0;
+}
+
+/* a filler token for sequence q of bat (not the compared one) from the compared sequence's token t */
+static int32_t filler(int32_t t, int q, int V) { return (int32_t)((t + 7919 * (q + 1)) % (V / 2)); }
+
+/* bat: every sequence reset, the fillers' prompts decoded (a pass each), then the compared prompt in the last */
+static int bat_prompt(side *s, const int32_t *toks, int n, char *msg, size_t cap, const char *dev) {
+    const int V = llm170_model_n_vocab(s->m);
+    int32_t f[128];
+    for (int q = 0; q < ENGINE_BATCH; q++) llm170_seq_reset(s->c, q);
+    for (int q = 0; q < ENGINE_BATCH - 1; q++) {
+        for (int i = 0; i < n; i++) f[i] = filler(toks[i], q, V);
+        llm170_seq_batch b = {.seq = q, .n_tokens = n, .tokens = f, .all_logits = false};
+        if (llm170_decode(s->c, &b, 1)) {
+            snprintf(msg, cap, "decode on %s (a batch of %d): %s", dev, ENGINE_BATCH, llm170_last_error());
+            return -1;
+        }
+    }
+    llm170_seq_batch b = {.seq = ENGINE_BATCH - 1, .n_tokens = n, .tokens = toks, .all_logits = false};
+    if (llm170_decode(s->c, &b, 1)) {
+        snprintf(msg, cap, "decode on %s (a batch of %d): %s", dev, ENGINE_BATCH, llm170_last_error());
+        return -1;
+    }
+    memcpy(s->logits, llm170_logits(s->c, 0), sizeof(float) * (size_t)V);
+    return 0;
+}
+
+/* bat: one step of every sequence together, t for the compared one; its logits kept */
+static int bat_step(side *s, int32_t t, char *msg, size_t cap, const char *dev) {
+    const int V = llm170_model_n_vocab(s->m);
+    int32_t tok[ENGINE_BATCH];
+    llm170_seq_batch b[ENGINE_BATCH];
+    for (int q = 0; q < ENGINE_BATCH; q++) {
+        tok[q] = q == ENGINE_BATCH - 1 ? t : filler(t, q, V);
+        b[q] = (llm170_seq_batch){.seq = q, .n_tokens = 1, .tokens = &tok[q], .all_logits = false};
+    }
+    if (llm170_decode(s->c, b, ENGINE_BATCH)) {
+        snprintf(msg, cap, "decode on %s (a batch of %d): %s", dev, ENGINE_BATCH, llm170_last_error());
+        return -1;
+    }
+    memcpy(s->logits, llm170_logits(s->c, ENGINE_BATCH - 1), sizeof(float) * (size_t)V);
     return 0;
 }
 
@@ -126,7 +177,7 @@ static int same_bits(const side *dut, const side *same, int V, int i, int *n_sam
 }
 
 /* one prompt on the three (four) sides from empty sequences; prints a row, returns 0 if it passed */
-static int compare_prompt(side *ex, side *ref, side *dut, side *same, const char *dref, const char *ddut,
+static int compare_prompt(side *ex, side *ref, side *dut, side *same, side *bat, const char *dref, const char *ddut,
                           const char *dsame, const char *label, int n_prompt) {
     const int V = llm170_model_n_vocab(ref->m);
     int32_t toks[128];
@@ -136,10 +187,11 @@ static int compare_prompt(side *ex, side *ref, side *dut, side *same, const char
     llm170_seq_reset(ref->c, 0);
     llm170_seq_reset(dut->c, 0);
     if (same) llm170_seq_reset(same->c, 0);
-    double worst_dut = 0, worst_cpu = 0, worst_pair = 0, range = 0;
+    double worst_dut = 0, worst_cpu = 0, worst_pair = 0, worst_bat = 0, range = 0;
     int equal = 0, n_ties = 0, bad = 0, n_same = 0;
     if (step(ex, toks, n_prompt, msg, sizeof msg, "cpu exact") || step(ref, toks, n_prompt, msg, sizeof msg, dref) ||
-        step(dut, toks, n_prompt, msg, sizeof msg, ddut) || (same && step(same, toks, n_prompt, msg, sizeof msg, dsame)))
+        step(dut, toks, n_prompt, msg, sizeof msg, ddut) ||
+        (same && step(same, toks, n_prompt, msg, sizeof msg, dsame)) || (bat && bat_prompt(bat, toks, n_prompt, msg, sizeof msg, ddut)))
         bad = 1;
     for (int i = 0; !bad; i++) {
         if (same && same_bits(dut, same, V, i, &n_same, msg, sizeof msg, ddut, dsame)) {
@@ -158,6 +210,25 @@ static int compare_prompt(side *ex, side *ref, side *dut, side *same, const char
                      dref, e_cpu, b);
             break;
         }
+        if (bat) {
+            const double e_bat = logit_err(ex->logits, bat->logits, V, &r2);
+            worst_bat = e_bat > worst_bat || e_bat != e_bat ? e_bat : worst_bat;
+            const int ta = argmax(ex->logits, V), tb = argmax(bat->logits, V);
+            if (!(e_bat <= b)) {
+                bad = 1;
+                snprintf(msg, sizeof msg,
+                         "step %d: %s in a batch of %d is %.3g of the range from f32, %s %.3g (bound %.3g)", i, ddut,
+                         ENGINE_BATCH, e_bat, dref, e_cpu, b);
+                break;
+            }
+            if (ta != tb && !((double)ex->logits[ta] - ex->logits[tb] <= b * range)) {
+                bad = 1;
+                snprintf(msg, sizeof msg,
+                         "step %d: f32 picks %d, %s in a batch of %d %d (gap %.3g of the range, bound %.3g)", i, ta,
+                         ddut, ENGINE_BATCH, tb, ((double)ex->logits[ta] - ex->logits[tb]) / range, b);
+                break;
+            }
+        }
         if (i == ENGINE_STEPS) break;
         const int ta = argmax(ex->logits, V), tb = argmax(dut->logits, V);
         if (ta != tb) {
@@ -175,36 +246,41 @@ static int compare_prompt(side *ex, side *ref, side *dut, side *same, const char
         }
         const int32_t t = ta; /* every side follows the truth's pick, so every step compares one context */
         if (step(ex, &t, 1, msg, sizeof msg, "cpu exact") || step(ref, &t, 1, msg, sizeof msg, dref) ||
-            step(dut, &t, 1, msg, sizeof msg, ddut) || (same && step(same, &t, 1, msg, sizeof msg, dsame)))
+            step(dut, &t, 1, msg, sizeof msg, ddut) || (same && step(same, &t, 1, msg, sizeof msg, dsame)) ||
+            (bat && bat_step(bat, t, msg, sizeof msg, ddut)))
             bad = 1;
     }
     char bits[32] = "-";
     if (same) snprintf(bits, sizeof bits, "%d/%d", n_same, ENGINE_STEPS + 1);
-    printf("| %s | %d | %.2e | %.2e | %.2e | %d/%d, %d near-ties | %s | %s | %s\n", label, n_prompt, worst_cpu,
-           worst_dut, worst_pair, equal, ENGINE_STEPS, n_ties, bits, bad ? "FAIL" : "pass", msg);
+    char wb[32] = "-";
+    if (bat) snprintf(wb, sizeof wb, "%.2e", worst_bat);
+    printf("| %s | %d | %.2e | %.2e | %.2e | %s | %d/%d, %d near-ties | %s | %s | %s\n", label, n_prompt, worst_cpu,
+           worst_dut, worst_pair, wb, equal, ENGINE_STEPS, n_ties, bits, bad ? "FAIL" : "pass", msg);
     fflush(stdout);
     return bad;
 }
 
 int engine_check_model(const char *path, const char *label, const char *dref, const char *ddut, const char *dsame,
                        int n_threads) {
-    side x = {0}, a = {0}, b = {0}, s = {0};
+    side x = {0}, a = {0}, b = {0}, s = {0}, q = {0};
     char msg[512] = "";
     int bad = 0;
-    if (open_side(&x, path, dref, true, n_threads, msg, sizeof msg) ||
-        open_side(&a, path, dref, false, n_threads, msg, sizeof msg) ||
-        open_side(&b, path, ddut, false, n_threads, msg, sizeof msg) ||
-        (dsame && open_side(&s, path, dsame, false, n_threads, msg, sizeof msg))) {
-        printf("| %s | - | - | - | - | - | - | FAIL | %s\n", label, msg);
+    if (open_side(&x, path, dref, true, n_threads, 1, msg, sizeof msg) ||
+        open_side(&a, path, dref, false, n_threads, 1, msg, sizeof msg) ||
+        open_side(&b, path, ddut, false, n_threads, 1, msg, sizeof msg) ||
+        (dsame && open_side(&s, path, dsame, false, n_threads, 1, msg, sizeof msg)) ||
+        open_side(&q, path, ddut, false, n_threads, ENGINE_BATCH, msg, sizeof msg)) {
+        printf("| %s | - | - | - | - | - | - | - | FAIL | %s\n", label, msg);
         bad = 1;
     } else {
-        bad |= compare_prompt(&x, &a, &b, dsame ? &s : NULL, dref, ddut, dsame, label, 100);
-        bad |= compare_prompt(&x, &a, &b, dsame ? &s : NULL, dref, ddut, dsame, label, 6);
+        bad |= compare_prompt(&x, &a, &b, dsame ? &s : NULL, &q, dref, ddut, dsame, label, 100);
+        bad |= compare_prompt(&x, &a, &b, dsame ? &s : NULL, &q, dref, ddut, dsame, label, 6);
     }
     if (x.m) close_side(&x);
     if (a.m) close_side(&a);
     if (b.m) close_side(&b);
     if (s.m) close_side(&s);
+    if (q.m) close_side(&q);
     return bad;
 }
 
@@ -213,7 +289,8 @@ void engine_check_header(const char *dref, const char *ddut, const char *dsame) 
            "logit range; %d greedy steps",
            dref, ddut, dref, ddut, dref, ENGINE_FLOOR, ENGINE_STEPS);
     if (dsame) printf("; %s's logits bit-identical to %s's at every step", ddut, dsame);
-    printf("\n| model | prompt | %s vs f32 (worst) | %s vs f32 (worst) | %s vs %s | picks equal | steps = %s | result | "
-           "note\n|---|---:|---:|---:|---:|---|---|---|---|\n",
-           dref, ddut, ddut, dref, dsame ? dsame : "-");
+    printf("; %s in a batch of %d held to the same bound", ddut, ENGINE_BATCH);
+    printf("\n| model | prompt | %s vs f32 (worst) | %s vs f32 (worst) | %s vs %s | %s in a batch of %d vs f32 | "
+           "picks equal | steps = %s | result | note\n|---|---:|---:|---:|---:|---:|---|---|---|---|\n",
+           dref, ddut, ddut, dref, ddut, ENGINE_BATCH, dsame ? dsame : "-");
 }
