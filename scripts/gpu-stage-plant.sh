@@ -80,10 +80,12 @@
 # 23:20); its conformance suite passed (no case runs a norm before a GEMM).
 # gated-norm-bf16-unwritten: a GDN layer's gated_norm in a prompt keeps the record that xb holds o's bf16 but
 # writes none, so ssm_out's GEMM reads the bf16 the GEMM before converted: the engine check's 100-token prompts of
-# the qwen35 / qwen35moe models must fail.
+# the qwen35 / qwen35moe models must fail. Seen failing 4 rows on an H100 (2026-12-08 01:35; conformance passed).
 # mmq-dense-tile: the dense int8 product (a batched decode step's rows) forgets its tile's first row, so every
 # tile after the first recomputes the first tile's rows: cuda-check's mmq_dense cases of two tiles (40 and 100
-# rows) and the conformance suite's 40 one-token sequences must fail.
+# rows), the conformance suite's one-token sequences and the engine check's batch must fail (seen failing on an
+# H100, 2026-12-08, with 40 of each and the product from 9 rows: 3 cases, the conformance suite's Q4_0 row at
+# 85x its bound, 16 engine rows at 0.5 of the logit range; the sizes are 72 since the threshold is 64).
 set -eu
 build=${1:-build-cuda}
 name=${2:-cudagraph-stale-upload}

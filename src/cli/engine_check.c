@@ -30,11 +30,11 @@
  *
  * A fifth run, `bat`: the device under test with ENGINE_BATCH sequences in one context. The compared prompt
  * goes to the last sequence; the others get prompts and tokens of their own (filler), and every greedy step
- * decodes all of them together, one token each, as a server's batched step does (on a GPU, more than 8
- * one-token rows: the batched matmul family, batched decode attention). The last sequence's logits must meet
+ * decodes all of them together, one token each, as a server's batched step does (on a GPU, 64 one-token
+ * rows or more: the int8 batched product, batched decode attention). The last sequence's logits must meet
  * the same bound against the truth and its picks the same rule; a batch path that mixes rows of sequences,
  * drops a tile or reads another sequence's cache moves them by a large fraction of the range. ENGINE_BATCH
- * is 40: more than one 32-row tile of the batched product. */
+ * is 72: past the batched product's threshold (64 rows), two of its 64-row tiles. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +45,7 @@
 
 #define ENGINE_FLOOR 0.01
 #define ENGINE_STEPS 16
-#define ENGINE_BATCH 40
+#define ENGINE_BATCH 72
 
 static double bound_of(double e_cpu) {
     return 2 * e_cpu > ENGINE_FLOOR ? 2 * e_cpu : ENGINE_FLOOR;

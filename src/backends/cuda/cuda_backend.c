@@ -191,12 +191,16 @@ static bool fpend_joins(const cuda_exec *c, const cuda_weight *cw, const float *
     return true;
 }
 
-/* More than 8 GEMV rows in a run (a batched decode step's one-token spans, side by side) take the int8
- * tensor-core product (cuda_mmq_dense) where it takes the type: the 8B's step at 64 sequences spent most of
- * its time in the 8-row GEMV over chunks of 8, whose float work in the one-row order bounds it (docs/cuda.md).
- * Its outputs are within the matmul bound, not the one-row launch's bits: above 8 one-token spans a step, a
+/* BATCH_MMQ_ROWS GEMV rows or more in a run (a batched decode step's one-token spans, side by side) take the
+ * int8 tensor-core product (cuda_mmq_dense) where it takes the type: the 8B's step at 64 sequences spent most
+ * of its time in the 8-row GEMV over chunks of 8, whose float work in the one-row order bounds it
+ * (docs/cuda.md). Measured on an H100 (2026-12-08, the 8B's batched decode, this product against the chunks):
+ * 16 sequences 0.81x, 32 0.97x, 64 1.17x; below 64 its 64-row blocks leave most SMs idle on the matrices of
+ * few rows (the down projection: 64 blocks), which split-K would fix (scripts/pending/mmq-dense-split.patch).
+ * Its outputs are within the matmul bound, not the one-row launch's bits: from 64 one-token spans a step, a
  * sequence's logits depend on its batch by rounding (as llama.cpp's and vLLM's do). LLM170_CUDA_BATCH_MMQ=0
  * keeps the chunked GEMV and with it the bit-exact batch invariant at every batch size. */
+#define BATCH_MMQ_ROWS 64
 static bool use_batch_mmq(void) {
     static int v; /* 0 not yet read, 1 off, 2 on */
     int s = __atomic_load_n(&v, __ATOMIC_RELAXED);
@@ -224,7 +228,7 @@ static void mm_gemv(exec *x, const weight *w, const cuda_qmat *q, const float *i
         c->pend.n++;
         return;
     }
-    if (use_batch_mmq() && cw_planes(w) && cuda_mmq_experts_supports(q->type, K)) {
+    if (n >= BATCH_MMQ_ROWS && use_batch_mmq() && cw_planes(w) && cuda_mmq_experts_supports(q->type, K)) {
         /* the batched decode rows on int8 tensor cores (kernels/mmq.cu): W read once per tile of 32 or 64 rows */
         cx_prof_mark(x, "mmq_dense", w->name);
         cx_kfail(x, cuda_mmq_dense(q, c->xq, c->ds, y + (int64_t)r0 * N, n, cuda_mmq_tile(n, 1), c->st), "matmul",
