@@ -30,7 +30,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-}" = --stage-bin ]; then # run here: llama.cpp built HERE for sm_90 (BUILD: its build folder), packed
   # into .devllama/llama-bin.tar.xz (git-ignored; carried: [".devllama"]), which 'build' below unpacks instead of
-  # building there (~4.5 min of device time saved). Built as 'build' does, plus -DGGML_NATIVE=OFF (AVX2 / FMA /
+  # building there (~4.5 min of device time saved). But a call carries ~12 MB beside the tracked tree (its 64 MiB
+  # count both), and a build for sm_90 packs to 41 MB (2026-12-08): carry it in parts (scripts/pending/README.md). Built as 'build' does, plus -DGGML_NATIVE=OFF (AVX2 / FMA /
   # F16C named) since this machine's CPU is not the GPU machine's. llama-server goes too where that folder has
   # it (target llama-server; -DLLAMA_USE_PREBUILT_UI=OFF, or its configure reaches for the web UI's assets);
   # without it, 'build' builds llama-server there from the trimmed source.
