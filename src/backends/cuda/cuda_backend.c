@@ -201,15 +201,21 @@ static bool fpend_joins(const cuda_exec *c, const cuda_weight *cw, const float *
  * sequence's logits depend on its batch by rounding (as llama.cpp's and vLLM's do). LLM170_CUDA_BATCH_MMQ=0
  * keeps the chunked GEMV and with it the bit-exact batch invariant at every batch size. */
 #define BATCH_MMQ_ROWS 64
-static bool use_batch_mmq(void) {
-    static int v; /* 0 not yet read, 1 off, 2 on */
-    int s = __atomic_load_n(&v, __ATOMIC_RELAXED);
+
+/* an A/B switch read once: on unless the variable's value starts with '0' (*v: 0 not yet read, 1 off, 2 on) */
+static bool switch_on(int *v, const char *name) {
+    int s = __atomic_load_n(v, __ATOMIC_RELAXED);
     if (!s) {
-        const char *e = getenv("LLM170_CUDA_BATCH_MMQ");
+        const char *e = getenv(name);
         s = e && e[0] == '0' ? 1 : 2;
-        __atomic_store_n(&v, s, __ATOMIC_RELAXED);
+        __atomic_store_n(v, s, __ATOMIC_RELAXED);
     }
     return s == 2;
+}
+
+static bool use_batch_mmq(void) {
+    static int v;
+    return switch_on(&v, "LLM170_CUDA_BATCH_MMQ");
 }
 
 static bool cw_planes(const weight *w) { return ((const cuda_weight *)w->data)->planes; }
@@ -339,14 +345,8 @@ void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, 
  * 1.96x the 35B-A3B's pp512 and 1.31x its pp4096 over the bf16 kernel (H100, 2026-12-07, docs/cuda-prefill.md).
  * LLM170_CUDA_MMQ=0 keeps the bf16 kernel (experts_gemm) for every type: other bits, an A/B switch. */
 static bool use_mmq(void) {
-    static int v; /* 0 not yet read, 1 off, 2 on */
-    int s = __atomic_load_n(&v, __ATOMIC_RELAXED);
-    if (!s) {
-        const char *e = getenv("LLM170_CUDA_MMQ");
-        s = e && e[0] == '0' ? 1 : 2;
-        __atomic_store_n(&v, s, __ATOMIC_RELAXED);
-    }
-    return s == 2;
+    static int v;
+    return switch_on(&v, "LLM170_CUDA_MMQ");
 }
 
 /* experts_gemm on int8 tensor cores (kernels/mmq.cu): the pass's input rows quantized to q8_1 (once for gate
