@@ -9,6 +9,9 @@
 #   there: run(carry: [".devbin"], command: "bash .devbin/gpu-vs-llamacpp.sh build")   ~5-6 min, once
 #          run(carry: [".devbin"], command: "SHAPES='llama-qwen25-0.5b llama-8b' bash .devbin/gpu-vs-llamacpp.sh bench")
 #          run(carry: [".devbin"], command: "bash .devbin/gpu-vs-llamacpp.sh serve")   ~3 min
+#   or, llama.cpp built HERE (no device time for its build): scripts/gpu-vs-llamacpp.sh --stage-bin BUILD packs it
+#          into .devllama/pNN parts of 10 MB; each part in its own call (take-part), back to back, then 'build'
+#          there assembles them (below, at --stage-bin).
 #
 # llama.cpp is built into build-llama/ in the repository copy there: a path .gitignore ignores (files there
 # that git would see as untracked are removed before the next call), which no call carries, so it stays on
@@ -44,8 +47,19 @@ if [ "${1:-}" = --stage-bin ]; then # run here: llama.cpp built HERE for sm_90 (
    tar cf - "${exe[@]}" lib*.so*) | xz -9 -T2 > .devllama/llama-bin.tar.xz
   echo "packed: ${exe[*]}"
   cp "$0" .devllama/
-  du -sh .devllama
+  # a call carries ~12 MB beside the tracked tree (the device's 64 MiB count both): parts of 10 MB, each in its
+  # own folder .devllama/pNN, carried one a call ('take-part' there), the md5 with every part
+  (cd .devllama && split -b 10400000 -d llama-bin.tar.xz llama-bin.part- && md5sum llama-bin.tar.xz > md5 &&
+   for f in llama-bin.part-*; do mkdir -p "p${f##*-}" && mv "$f" "p${f##*-}/" && cp md5 "p${f##*-}/"; done)
+  du -sh .devllama .devllama/p*
+  echo "carry each of $(cd .devllama && echo p*) in its own call, back to back on one warm machine (< 30 s apart):"
+  echo "  run(carry: [\".devllama/pNN\"], command: \"bash scripts/gpu-vs-llamacpp.sh take-part\")"
+  echo "then run(carry: [\".devbin\"], command: \"bash scripts/gpu-vs-llamacpp.sh build serve\")"
   exit 0
+fi
+if [ "${1:-}" = take-part ]; then # there: the parts carried in this call (.devllama/pNN) kept in build-llama/parts
+  mkdir -p build-llama/parts && cp .devllama/p*/* build-llama/parts/ && ls -la build-llama/parts
+  exit $?
 fi
 if [ "${1:-}" = --stage ]; then # run here, from the repository root
   src=.cache/llamacpp/src-0.3.36/vendor/llama.cpp
@@ -83,6 +97,10 @@ LL=$PWD/build-llama
 if [ "${1:-}" = build ]; then
   shift
   t0=$(date +%s)
+  if [ ! -f .devllama/llama-bin.tar.xz ] && [ -f "$LL/parts/md5" ]; then # carried in parts (take-part)
+    mkdir -p .devllama && cat "$LL"/parts/llama-bin.part-* > .devllama/llama-bin.tar.xz
+    (cd .devllama && md5sum -c "$LL/parts/md5") | tee -a "$LOG" || rm -f .devllama/llama-bin.tar.xz
+  fi
   if [ ! -x "$LL/bin/llama-bench" ] && [ -f .devllama/llama-bin.tar.xz ]; then # built here (--stage-bin)
     mkdir -p "$LL/bin" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2], filter="data")' \
       .devllama/llama-bin.tar.xz "$LL/bin" && chmod +x "$LL"/bin/llama-*
