@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# One device call (~4 min): batched decode's rows on int8 tensor cores (cuda_mmq_dense, the default above 8
-# one-token spans a step) against the 8-row GEMV over chunks of 8 (LLM170_CUDA_BATCH_MMQ=0), one binary:
+# One device call (~4 min): batched decode's rows on int8 tensor cores (cuda_mmq_dense, the default from 64
+# one-token rows a step: below that both runs take the chunked GEMV, a control of the noise; with
+# scripts/pending/mmq-dense-split.patch from 9) against the 8-row GEMV over chunks of 8 (LLM170_CUDA_BATCH_MMQ=0),
+# one binary:
 #   - cuda-check's mmq_dense cases (the host model's bits, the error bound, half the rows = all, tiles of 32
 #     = 64, the grouped form with one expert = the dense one) and their timed 8B shapes beside the batched
 #     GEMV's ("(batched)": 16 and 64 rows);
