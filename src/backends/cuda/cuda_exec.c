@@ -1,4 +1,4 @@
-/* cuda_exec: the CUDA executor's ops other than the matmuls (cuda_backend.c). Each is one or two kernel
+/* cuda_exec: the CUDA executor's ops other than the matmuls (cuda_matmul.c). Each is one or two kernel
  * launches on the executor's stream (kernels.h); transfers are async copies on it, and a download is the
  * only place the host waits for the device. Kernel choice per op:
  *  - attention: T = 1 over an F16 cache -> the split-K decode kernel (S cached positions, a kernel
@@ -126,7 +126,7 @@ static void cx_get_rows(exec *x, const weight *w, const int32_t *ids, float *y, 
 }
 
 /* Whether an op that writes y[T][K] may also write its q8_1 for the GEMV of a matmul that reads y next
- * (cuda_backend.c quantize_in): a pass small enough for the GEMV, rows the scratch holds, and y apart from
+ * (cuda_matmul.c quantize_in): a pass small enough for the GEMV, rows the scratch holds, and y apart from
  * `in` when the fused kernel reads whole rows of it from several blocks (rms_norm; NULL: element-wise). */
 static bool fuse_q8(exec *x, const float *y, int T, int64_t K, const float *in) {
     const cuda_exec *c = cx_of(x);
@@ -142,7 +142,7 @@ static void fused_q8(exec *x, const float *y, int T, int64_t K) {
 }
 
 /* Whether an op that writes y[T][K] may also write its bf16 for the GEMM of a matmul that reads y next
- * (cuda_backend.c bf16_in, whose record names the rows [r0, r0 + n) of one GEMM run): a pass of one span of
+ * (cuda_matmul.c bf16_in, whose record names the rows [r0, r0 + n) of one GEMM run): a pass of one span of
  * more tokens than the GEMV takes, y its T rows (the run the GEMM makes over them: r0 = 0, n = T), and rows
  * the scratch holds. Both kernels read only the row (the element) they write, so y may alias their input.
  * Where no GEMM reads y next (a GEMV-only weight type, an op in between), the record is dropped unread: one

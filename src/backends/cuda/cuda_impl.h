@@ -1,5 +1,5 @@
 /* cuda_impl (internal to src/backends/cuda/): the CUDA device and executor structs shared by
- * cuda_backend.c (device, weights, executor creation, the matmuls) and cuda_exec.c (the other ops).
+ * cuda_backend.c (device, weights, executor creation), cuda_matmul.c (the matmuls) and cuda_exec.c (the other ops).
  *
  * Ownership: the device owns every cuda_weight (a list freed by destroy) and the device memory of the
  * weights; an executor owns its stream and its scratch. weight.data of a model's weight points at its
@@ -53,7 +53,7 @@ typedef struct cuda_exec {
     /* device scratch, sized by exec_new */
     int8_t *xq;           /* [RK][K] q8_1 activations */
     float *ds;            /* [RK][K / 32][2] their scales */
-    const float *xq_src;  /* xq / ds hold q8_1 of xq_src[xq_n][xq_K] (NULL: nothing reusable; cuda_backend.c) */
+    const float *xq_src;  /* xq / ds hold q8_1 of xq_src[xq_n][xq_K] (NULL: nothing reusable; cuda_matmul.c) */
     struct {              /* GEMVs not launched yet (cx_pend_flush): the next matmul over the same q8_1 rows
                            * may join them (one launch), or an add of their output into a residual */
         int n;            /* 0: none pending */
@@ -95,7 +95,7 @@ typedef struct cuda_exec {
     int xq_n;
     int64_t xq_K;
     uint16_t *xb;         /* [R][K] bf16 activations of the GEMM ([RK][K] in an MoE executor) */
-    const float *xb_src;  /* xb holds bf16 of xb_src[xb_n][xb_K] (NULL: nothing reusable; cuda_backend.c bf16_in);
+    const float *xb_src;  /* xb holds bf16 of xb_src[xb_n][xb_K] (NULL: nothing reusable; cuda_matmul.c bf16_in);
                            * dropped wherever xq_src is */
     int xb_n;
     int64_t xb_K;
@@ -133,6 +133,7 @@ typedef struct cuda_exec {
 } cuda_exec;
 
 static inline cuda_exec *cx_of(exec *x) { return x->impl; }
+static inline bool cuda_is_float_type(enum qtype t) { return t == QT_F32 || t == QT_F16 || t == QT_BF16; }
 
 /* A kernel launcher's status -> the executor's failure record (first one wins); returns status != 0 */
 int cx_kfail(exec *x, int status, const char *op, const char *what);
@@ -142,17 +143,19 @@ const float *cx_f32(exec *x, const weight *w, const char *op);
 enum { CX_POP_NONE, CX_POP_ROPE, CX_POP_STORE, CX_POP_L2, CX_POP_GATED, CX_POP_COMBINE, CX_POP_COMBINE_GATED };
 /* launches the deferred small op, if any (cuda_exec.c) */
 void cx_pop_flush(exec *x);
-/* Launches the deferred small op, the deferred float matmuls and then the deferred GEMV, if any, adding its output into res[T][N] in the same launch when res is not
- * NULL (an add fused into it). Every op, upload and download calls it first (cuda_backend.c). */
+/* Launches the deferred small op, the deferred float matmuls and then the deferred GEMV, if any, adding its
+ * output into res[T][N] in the same launch when res is not NULL (an add fused into it). Every op, upload and
+ * download calls it first (cuda_matmul.c). */
 void cx_pend_flush(exec *x, float *res);
-/* cuda_backend.c: the matmul ops, the pass, the executor's destructor */
+/* cuda_backend.c: the pass, the executor's destructor */
 /* makes the executor's device the calling thread's current one (every op, upload, download and pass) */
 void cx_bind(exec *x);
 void cx_begin_pass(exec *x, const pass_span *spans, int n_spans);
+void cx_destroy(exec *x);
+/* cuda_matmul.c: the matmul ops */
 void cx_matmul(exec *x, const weight *w, int expert, const float *in, float *y, int T, mm_rows rows);
 void cx_matmul_experts(exec *x, const weight *w, const int32_t *sel, int K, const float *in, bool in_per_slot,
                        float *y, int T);
-void cx_destroy(exec *x);
 
 /* cuda_graph.c: capture of small passes (docs/cuda.md). cx_graph_init sizes the staging buffer for plan
  * (0 or ERR_NOMEM with a message); cx_graph_begin starts capturing the pass begin_pass just described

@@ -266,7 +266,7 @@ int cuda_gemm_q_experts(int type, const void *W, int E, const uint16_t *X, int x
  * and they are cuda_gemm_bf16's bits wherever that one does not split K (measured on an H100; the check
  * requires it). X and W 16-byte aligned, Y 8-byte aligned; K % 64 == 0, N even (CUDA_KERR_ARGS otherwise);
  * CUDA_KERR_UNSUPPORTED where cuda_gemm_wgmma_available() is 0. Any T >= 1. The executor's two-pass product
- * on sm_90a since 2026-12-07 (cuda_backend.c mm_gemm). */
+ * on sm_90a since 2026-12-07 (cuda_matmul.c mm_gemm). */
 /* 1 when the current device is cc 9.0 (H100, H200) and this binary has sm_90a code */
 int cuda_gemm_wgmma_available(void);
 /* the tile's weight rows (128 or 256) chosen from T and N by the waves they make (gemm_wgmma.cu wg_bn) */

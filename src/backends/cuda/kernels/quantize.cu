@@ -1,6 +1,6 @@
 /* quantize: activations to q8_1 for the integer GEMV, optionally fused with the rms norm that precedes
  * every projection of a decode step, or with the SwiGLU gate before the down projection (one launch
- * instead of two; the executor keeps the q8_1 rows for the matmuls that read them, cuda_backend.c).
+ * instead of two; the executor keeps the q8_1 rows for the matmuls that read them, cuda_matmul.c).
  *
  * Grid (ceil(K/256), T); block of 256 threads = 8 warps, warp w quantizing unit 8 * blockIdx.x + w (lane l
  * holding value l: amax and sum(q) are warp reductions, no shared memory). With the norm, every block
