@@ -58,27 +58,35 @@ static void expect_matmul(const char *op, const char *what, enum qtype wt, const
     free(delta);
 }
 
-/* one span of T tokens (its last n_out output rows) through a fresh N x K weight of type t: every output
+/* the spans of one pass (their tokens' rows in order) through a fresh N x K weight of type t: every output
  * within expect_matmul's bound; label names the case after the type */
-static void check_matmul_pass(rng *r, enum qtype t, const char *name, int64_t K, int64_t N, int T, int n_out,
-                              const char *label) {
+static void check_matmul_spans(rng *r, enum qtype t, const char *name, int64_t K, int64_t N, const pass_span *spans,
+                               int n_spans, const char *label) {
     weight w;
     void *d;
     gguf_tensor g;
     if (!make_weight(r, t, K, N, 1, &w, &d, &g)) return;
+    int T = 0;
+    for (int i = 0; i < n_spans; i++) T += spans[i].n;
     float *wd = malloc(sizeof(float) * (size_t)(K * N));
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)T);
     dequant(&w, d, N, wd);
     for (int i = 0; i < T; i++) idx[i] = i;
     float *x = randn(r, T * K, 1), *dx = upf(x, T * K), *dy = upf(NULL, T * N);
-    pass_span ps = {T, n_out};
-    X->ops->begin_pass(X, &ps, 1);
+    X->ops->begin_pass(X, spans, n_spans);
     X->ops->matmul(X, &w, 0, dx, dy, T, MM_ROWS_PASS);
     float *y = down(dy, T * N);
     char what[80];
     snprintf(what, sizeof what, "%s, %s", name, label);
     expect_matmul("matmul", what, t, y, wd, x, idx, T, N, K, NULL);
     free(x), free(y), free(wd), free(d), free(idx);
+}
+
+/* one span of T tokens (its last n_out output rows) */
+static void check_matmul_pass(rng *r, enum qtype t, const char *name, int64_t K, int64_t N, int T, int n_out,
+                              const char *label) {
+    const pass_span ps = {T, n_out};
+    check_matmul_spans(r, t, name, K, N, &ps, 1, label);
 }
 
 /* Three one-token sequences in one pass, then each alone: every output within expect_matmul's bound, and each
@@ -122,23 +130,12 @@ static void check_matmul_alone(rng *r, enum qtype t, const char *name, int64_t K
  * tensor-core product of other bits than its one-row form): every output within expect_matmul's bound. Alone
  * against in the batch is compared by check_matmul_alone's 3, where the bits must match. */
 static void check_matmul_seqs(rng *r, enum qtype t, const char *name, int64_t K, int64_t N, int S) {
-    weight w;
-    void *d;
-    gguf_tensor g;
-    if (!make_weight(r, t, K, N, 1, &w, &d, &g)) return;
-    float *wd = malloc(sizeof(float) * (size_t)(K * N));
-    int32_t *idx = malloc(sizeof(int32_t) * (size_t)S);
     pass_span *spans = malloc(sizeof(pass_span) * (size_t)S);
-    dequant(&w, d, N, wd);
-    for (int i = 0; i < S; i++) idx[i] = i, spans[i] = (pass_span){1, 1};
-    float *x = randn(r, S * K, 1), *dx = upf(x, S * K), *dy = upf(NULL, S * N);
-    X->ops->begin_pass(X, spans, S);
-    X->ops->matmul(X, &w, 0, dx, dy, S, MM_ROWS_PASS);
-    float *y = down(dy, S * N);
-    char what[80];
-    snprintf(what, sizeof what, "%s, %d one-token sequences", name, S);
-    expect_matmul("matmul", what, t, y, wd, x, idx, S, N, K, NULL);
-    free(x), free(y), free(wd), free(d), free(idx), free(spans);
+    for (int i = 0; i < S; i++) spans[i] = (pass_span){1, 1};
+    char label[48];
+    snprintf(label, sizeof label, "%d one-token sequences", S);
+    check_matmul_spans(r, t, name, K, N, spans, S, label);
+    free(spans);
 }
 
 /* Two matrices of one type over the same input back to back (an MoE's router and its shared expert's gate,
